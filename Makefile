@@ -1,0 +1,51 @@
+# The course's two commands: `make book` and `make test`. Both create .venv and
+# install the pinned environment on first use (and again when the pins change).
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# Where the loaders look first for data (see README); CI and the tests use ../shared/data.
+export QKV_DATA_DIR ?= $(abspath ../shared/data)
+EDITION ?= student
+JOBS ?= 2
+
+.PHONY: book test lint format release grade bench clean constraints help
+
+help:
+	@echo "make book [EDITION=student|solutions]   build the book under _build/<edition>/html"
+	@echo "make test                               lint, then the whole test suite"
+	@echo "make release                            the nbgrader course and its student release"
+	@echo "make grade SUBMISSIONS=DIR|ZIP          autograde a class"
+	@echo "make bench                              run the benchmarks in benchmarks/"
+
+$(STAMP): pyproject.toml constraints.txt
+	@bash .ci/system-deps.sh
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -c constraints.txt pip
+	$(BIN)/python -m pip install -q -c constraints.txt -e '.[dev]'
+	@touch $@
+
+book: $(STAMP)
+	$(BIN)/python -m autograder.build_book --edition $(EDITION)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: lint
+	$(BIN)/python -m pytest -n $(JOBS)
+
+bench: $(STAMP)
+	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+
+constraints: $(STAMP)
+	$(BIN)/python -m pip freeze --exclude-editable | sed -E 's/^torch==(.*)\+cpu$$/torch==\1/' > constraints.new
+	@echo "wrote constraints.new: review, then move it over constraints.txt (keep its header)"
+
+clean:
+	rm -rf _build

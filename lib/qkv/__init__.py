@@ -1,0 +1,46 @@
+"""qkv: the reference library of the course on D2L chapter 11.
+
+"Attention Mechanisms and Transformers" (Dive into Deep Learning, chapter 11)
+builds its components section by section; this package holds our own
+reference implementation of each, plus the course's helpers (data loaders,
+trainer, plotting, timing, widgets). One module per concept; every public
+object's docstring names the D2L section that introduces it.
+
+Glossary: the names and shape letters used in every module
+----------------------------------------------------------
+Names follow D2L so the course reads beside the book:
+``queries, keys, values, valid_lens, num_hiddens, num_heads, dropout``.
+
+Shape comments sit at the end of the line, in one notation::
+
+    B   batch size                         Q   number of queries
+    K   number of key-value pairs           T   number of time steps (tokens)
+    d   query/key feature size              v   value feature size
+    H   number of heads (num_heads)         N   num_hiddens (= H * N/H)
+    h   per-head size, N / H                F   FFN hidden size (ffn_num_hiddens)
+    V   vocabulary size                     E   embedding size
+    L   number of layers / blocks           P   number of patches
+    C   image channels                      S   image side (pixels)
+
+Example: ``scores = queries @ keys.transpose(1, 2)  # (B, Q, d) @ (B, d, K) -> (B, Q, K)``.
+
+Sections and modules
+--------------------
+====  ===============================  ==================================
+D2L   topic                            module
+====  ===============================  ==================================
+11.1  queries, keys, values            :mod:`qkv.plotting` (show_heatmaps)
+11.2  attention pooling by similarity  :mod:`qkv.nadaraya_watson`
+11.3  attention scoring functions      :mod:`qkv.attention`
+11.4  Bahdanau attention               :mod:`qkv.bahdanau`, :mod:`qkv.seq2seq`
+11.5  multi-head attention             :mod:`qkv.multihead`
+11.6  self-attention, positions        :mod:`qkv.positional`
+11.7  the Transformer                  :mod:`qkv.transformer`
+11.8  the Vision Transformer           :mod:`qkv.vit`
+11.9  large-scale pretraining          :mod:`qkv.pretraining`
+--    data, training, BLEU, timing     :mod:`qkv.data`, :mod:`qkv.training`,
+                                       :mod:`qkv.bleu`, :mod:`qkv.timing`
+====  ===============================  ==================================
+"""
+
+__version__ = "0.1.0"
