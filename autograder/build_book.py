@@ -1,0 +1,104 @@
+"""Build the book in one of its two editions from the one source (``make book [EDITION=...]``).
+
+* ``student`` (the default, public): stub and test cells, and cells tagged
+  ``uses-answers`` (demos that call the student's functions), are shown without
+  output and are not executed (myst-nb's ``skip-execution`` tag); every other
+  cell is executed.
+* ``solutions`` (for instructors): stubs are filled from ``solutions/`` by the
+  assembler, and every cell is executed.
+
+The sources are staged under ``_build/<edition>/src`` (only files whose text
+changed are rewritten, so Sphinx and Jupyter Book's execution cache keep a
+warm rebuild short), MathJax is copied in so the book reads offline, and
+Jupyter Book writes the site to ``_build/<edition>/html``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from autograder import assemble
+from autograder import notebooks as nbs
+from autograder.vendor import mathjax_dir
+
+ROOT = nbs.ROOT
+EDITIONS = ("student", "solutions")
+STAGED_FILES = ("_config.yml", "_toc.yml", "references.bib")
+
+
+def stage(edition: str, dest: Path) -> list[Path]:
+    """Write the sources of ``edition`` under ``dest``; return the paths written."""
+    if edition not in EDITIONS:
+        raise SystemExit(f"unknown edition {edition!r}: choose one of {', '.join(EDITIONS)}")
+    written = []
+    for name in STAGED_FILES:
+        if nbs.write_text_if_changed(dest / name, (ROOT / name).read_text(encoding="utf-8")):
+            written.append(dest / name)
+    graded = {s.path for s in nbs.sections()}
+    for src in sorted(nbs.BOOK.rglob("*")):
+        if src.is_dir() or ".ipynb_checkpoints" in src.parts:
+            continue
+        target = dest / src.relative_to(ROOT)
+        if src in graded:
+            nb = nbs.read(src)
+            if edition == "solutions":
+                nb = assemble.solved(nb, src.stem)
+            else:
+                for cell in nb.cells:
+                    if nbs.role(cell) in ("stub", "test") or nbs.USES_ANSWERS in cell.metadata.get("tags", []):
+                        tags = cell.metadata.setdefault("tags", [])
+                        if "skip-execution" not in tags:
+                            tags.append("skip-execution")
+            changed = nbs.write_if_changed(nb, target, fmt="md:myst")
+        elif src.suffix in (".md", ".yml", ".bib", ".txt", ".py"):
+            changed = nbs.write_text_if_changed(target, src.read_text(encoding="utf-8"))
+        else:
+            changed = not target.exists() or target.read_bytes() != src.read_bytes()
+            if changed:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, target)
+        if changed:
+            written.append(target)
+    static = dest / "_static" / "mathjax"
+    if not (static / "tex-chtml-full.js").exists():
+        shutil.copytree(mathjax_dir(), static, dirs_exist_ok=True)
+    return written
+
+
+def build(edition: str, strict: bool = False) -> Path:
+    """Stage and build ``edition``; return the folder of the HTML site."""
+    out = ROOT / "_build" / edition
+    src = out / "src"
+    t0 = time.perf_counter()
+    written = stage(edition, src)
+    print(f"[book] {edition} edition: {len(written)} source file(s) changed", flush=True)
+    env = dict(os.environ)
+    env.setdefault("QKV_DATA_DIR", str((ROOT.parent / "shared" / "data").resolve()))
+    env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(src), "--path-output", str(out)]
+    if strict:
+        cmd += ["-W", "-n", "--keep-going"]
+    result = subprocess.run(cmd, env=env)
+    if result.returncode:
+        raise SystemExit(f"[book] jupyter-book failed with exit code {result.returncode}; see the log above")
+    html = out / "_build" / "html"
+    print(f"[book] {edition} edition built in {time.perf_counter() - t0:.0f} s: open {html / 'index.html'}")
+    return html
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--edition", default="student", choices=EDITIONS)
+    parser.add_argument("--strict", action="store_true", help="turn Sphinx warnings into errors")
+    args = parser.parse_args(argv)
+    build(args.edition, strict=args.strict)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""Reading the course's notebooks and telling their cells apart.
+
+The sources in ``book/`` are MyST text notebooks (jupytext ``md:myst``). A
+cell's role comes from its nbgrader metadata, which sits in the code cell's
+YAML block and which jupytext carries into the ``.ipynb``:
+
+========  ====================================================  ===========
+role      nbgrader metadata                                     student sees
+========  ====================================================  ===========
+stub      ``solution: true`` on a code cell                     a stub to fill
+test      ``grade: true, solution: false`` (locked)             visible tests
+answer    ``solution: true`` on a markdown cell (manual grade)  a prompt
+task      ``task: true``                                        a task
+locked    ``locked: true`` and nothing else                     read-only
+plain     no nbgrader metadata                                  prose, demos
+========  ====================================================  ===========
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import jupytext
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+BOOK = ROOT / "book"
+TOC = ROOT / "_toc.yml"
+
+STUB_LINES = ("# YOUR CODE HERE", "raise NotImplementedError()")
+# A demo cell that calls the student's answers: not executed in the student edition of the book.
+USES_ANSWERS = "uses-answers"
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section notebook of the book: its slug names the file, the nbgrader assignment and the notebook."""
+
+    slug: str
+    path: Path
+
+    @property
+    def assignment(self) -> str:
+        return self.slug
+
+
+def toc_files(toc: Path = TOC) -> list[str]:
+    """The files of the table of contents, in reading order (without suffix, relative to the root)."""
+    data = yaml.safe_load(toc.read_text())
+    files = [data["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                files.append(entry["file"])
+            walk(entry.get("sections"))
+            walk(entry.get("chapters"))
+
+    for part in data.get("parts", []):
+        walk(part.get("chapters"))
+    walk(data.get("chapters"))
+    return files
+
+
+def is_notebook_source(path: Path) -> bool:
+    """A MyST text notebook carries a jupytext header with a kernelspec; a plain page does not."""
+    head = path.read_text(encoding="utf-8")[:2000]
+    return head.startswith("---") and "kernelspec:" in head.split("\n---", 1)[0]
+
+
+def sections(root: Path = ROOT) -> list[Section]:
+    """The graded section notebooks, in the order of ``_toc.yml``."""
+    out = []
+    for name in toc_files(root / "_toc.yml"):
+        path = root / f"{name}.md"
+        if path.exists() and is_notebook_source(path) and any(role(c) != "plain" for c in read(path).cells):
+            out.append(Section(slug=Path(name).name, path=path))
+    return out
+
+
+def read(path: Path) -> nbformat.NotebookNode:
+    """Read a MyST text notebook (or an .ipynb) into an nbformat notebook."""
+    return jupytext.read(path)
+
+
+def write_if_changed(nb: nbformat.NotebookNode, path: Path, fmt: str | None = None) -> bool:
+    """Write ``nb`` to ``path`` in ``fmt`` only if the text differs, so unchanged files keep their
+    modification time (Sphinx then rebuilds only what changed). Returns whether it wrote."""
+    fmt = fmt or ("ipynb" if path.suffix == ".ipynb" else "md:myst")
+    text = jupytext.writes(nb, fmt=fmt)
+    return write_text_if_changed(path, text)
+
+
+def write_text_if_changed(path: Path, text: str) -> bool:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return False
+    path.write_text(text, encoding="utf-8")
+    return True
+
+
+def nbgrader_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def role(cell) -> str:
+    """The cell's role in the course (see the module docstring)."""
+    meta = nbgrader_meta(cell)
+    if not meta:
+        return "plain"
+    if meta.get("task"):
+        return "task"
+    if meta.get("solution"):
+        return "stub" if cell.cell_type == "code" else "answer"
+    if meta.get("grade"):
+        return "test"
+    if meta.get("locked"):
+        return "locked"
+    return "plain"
+
+
+def grade_id(cell) -> str | None:
+    return nbgrader_meta(cell).get("grade_id")
+
+
+_STUB_RE = re.compile(r"^(?P<indent>[ \t]*)# YOUR CODE HERE[ \t]*\n(?P=indent)raise NotImplementedError\(\)[ \t]*$", re.M)
+
+
+def stub_regions(source: str) -> list[re.Match]:
+    """The ``# YOUR CODE HERE`` / ``raise NotImplementedError()`` pairs in a stub cell's source."""
+    return list(_STUB_RE.finditer(source))

@@ -1,0 +1,170 @@
+"""Checks used by the notebooks' test cells: readable for students, hard to fool (D2L 11.1-11.9).
+
+Every check fails with an ``AssertionError`` whose message says what was
+checked, what was expected, what came back, and a hint, in the spirit of
+D2L's ``check_shape``. The checks do not trust the objects they are given:
+
+* a result must be exactly a ``torch.Tensor`` (not a subclass, not an object
+  whose ``==`` always answers True);
+* comparisons use the tensor functions captured when this module was first
+  imported, which the notebooks do in their first, locked cell, before any
+  student code runs; re-binding ``torch.allclose`` or ``torch.Tensor.__eq__``
+  afterwards changes nothing here;
+* :func:`forbid_reference` poisons a ``qkv`` component while a student's
+  function runs, so an answer that only calls the reference fails.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import types
+
+import torch
+
+__all__ = ["check_tensor", "check_shape", "check_close", "check_scalar", "check_true", "forbid_reference"]
+
+# Pristine references, captured at import. Functions from torch's C extension
+# cannot be altered, only re-bound; we keep our own bindings.
+_Tensor = torch.Tensor
+_as_tensor = torch.as_tensor
+_isfinite = torch.isfinite
+_abs, _sub, _all = torch.abs, torch.sub, torch.all
+_tolist = torch.Tensor.tolist
+_float64 = torch.float64
+_detach = torch.Tensor.detach
+_to = torch.Tensor.to
+_shape = torch.Tensor.shape.__get__ if hasattr(torch.Tensor.shape, "__get__") else None
+_type, _isinstance, _float, _tuple, _len = type, isinstance, float, tuple, len
+
+
+def _fail(what: str, expected, got, hint: str | None):
+    msg = f"{what}\n  expected: {expected}\n  got:      {got}"
+    if hint:
+        msg += f"\n  hint: {hint}"
+    raise AssertionError(msg)
+
+
+def check_tensor(x, name: str = "result") -> None:
+    """``x`` must be a plain ``torch.Tensor``: not a subclass, not a look-alike."""
+    if _type(x) is not _Tensor:
+        _fail(f"{name} should be a torch.Tensor", "torch.Tensor", f"{_type(x).__module__}.{_type(x).__qualname__}",
+              "return a tensor computed with torch operations (not a list, an array or a custom object)")
+
+
+def _shape_of(x) -> tuple:
+    return _tuple(_shape(x)) if _shape else _tuple(x.shape)
+
+
+def check_shape(x, shape, name: str = "result", hint: str | None = None) -> None:
+    """``x`` is a tensor of exactly ``shape`` (D2L's ``check_shape``)."""
+    check_tensor(x, name)
+    got = _shape_of(x)
+    if got != _tuple(shape):
+        _fail(f"{name} has the wrong shape", _tuple(shape), got, hint)
+
+
+def check_close(got, expected, name: str = "result", atol: float = 1e-5, rtol: float = 1e-5,
+                hint: str | None = None) -> None:
+    """``got`` is a finite tensor of ``expected``'s shape whose entries all match it within
+    ``atol + rtol * |expected|``; the message shows the largest error and where it is."""
+    check_shape(got, _shape_of(expected), name, hint)
+    a = _to(_detach(got), dtype=_float64, device="cpu")
+    b = _to(_detach(expected), dtype=_float64, device="cpu")
+    if not _tolist(_all(_isfinite(a))):
+        _fail(f"{name} has NaN or infinite entries", "finite numbers", "NaN/inf present",
+              hint or "look for a division by zero or a softmax over a row where every entry is -inf")
+    err = _abs(_sub(a, b))
+    tol = atol + rtol * _abs(b)
+    # Work on Python floats from here: no tensor comparison operator is involved.
+    flat = _tolist(_sub(err, tol).flatten())
+    if flat and max(flat) > 0:
+        idx = max(range(_len(flat)), key=flat.__getitem__)
+        pos = _unravel(idx, _shape_of(a))
+        _fail(f"{name} differs from the reference (largest error at index {pos})",
+              f"{_tolist(b.flatten())[idx]:.6g} (within {atol:g} + {rtol:g}*|expected|)",
+              f"{_tolist(a.flatten())[idx]:.6g}", hint)
+
+
+def _unravel(idx: int, shape: tuple) -> tuple:
+    pos = []
+    for size in reversed(shape):
+        pos.append(idx % size)
+        idx //= size
+    return _tuple(reversed(pos))
+
+
+def check_scalar(got, expected: float, name: str = "result", atol: float = 1e-6, hint: str | None = None) -> None:
+    """``got`` is a Python or 0-d tensor number equal to ``expected`` within ``atol``."""
+    if _type(got) is _Tensor:
+        if got.numel() != 1:
+            _fail(f"{name} should be a single number", "a scalar", f"a tensor of shape {_shape_of(got)}", hint)
+        got = _tolist(got.reshape(()))
+    if _type(got) not in (int, _float) and not _isinstance(got, (int, _float)):
+        _fail(f"{name} should be a number", "int or float", _type(got).__qualname__, hint)
+    got = _float(got)
+    if not abs(got - expected) <= atol:
+        _fail(f"{name} is not the expected value", f"{expected:.6g}", f"{got:.6g}", hint)
+
+
+def check_true(condition: bool, what: str, hint: str | None = None) -> None:
+    """A plain boolean check with a readable message (``condition`` must be exactly True)."""
+    if condition is not True:
+        _fail(what, True, condition, hint)
+
+
+@contextlib.contextmanager
+def forbid_reference(student_fn, *references: tuple[types.ModuleType, str]):
+    """Fail if ``student_fn`` merely calls the reference implementation in ``qkv``.
+
+    Each reference is ``(module, name)``. While the block runs, those module
+    attributes raise when called; before it runs, the student's function (and,
+    for a class, its methods) must not refer to the reference objects through
+    its globals or closures.
+    """
+    originals = {(m, n): getattr(m, n) for m, n in references}
+    targets = list(originals.values())
+    for fn in _functions_of(student_fn):
+        for ref_name, value in _referenced(fn):
+            if any(value is t for t in targets):
+                _fail("your answer calls the course's reference implementation instead of computing the result",
+                      "your own code", f"a call to qkv's {ref_name}",
+                      "write the computation yourself; the reference in qkv is there to read, not to call")
+
+    def poisoned(*args, **kwargs):
+        raise AssertionError("your answer calls the course's reference implementation; write your own")
+
+    try:
+        for m, n in references:
+            setattr(m, n, poisoned)
+        yield
+    finally:
+        for (m, n), value in originals.items():
+            setattr(m, n, value)
+
+
+def _functions_of(obj):
+    if inspect.isclass(obj):
+        for klass in obj.__mro__:
+            if klass.__module__.startswith(("torch", "builtins")):
+                continue
+            for value in vars(klass).values():
+                if inspect.isfunction(value):
+                    yield value
+    elif inspect.isfunction(obj):
+        yield obj
+
+
+def _referenced(fn):
+    """(name, object) pairs a function can reach by name: globals it names, and its closure."""
+    code = fn.__code__
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= set(const.co_names)
+    for name in names:
+        if name in fn.__globals__:
+            yield name, fn.__globals__[name]
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        with contextlib.suppress(ValueError):
+            yield name, cell.cell_contents

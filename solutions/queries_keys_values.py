@@ -1,0 +1,18 @@
+"""Answers to the stubs of book/queries-keys-values.md (D2L 11.1), by grade_id = function name."""
+
+import torch
+
+
+def attention_pooling(queries, keys, values, similarity):
+    scores = similarity(queries, keys)  # (Q, K)
+    weights = torch.softmax(scores, dim=-1)  # (Q, K), rows sum to 1
+    return weights @ values, weights  # (Q, K) @ (K, v) -> (Q, v)
+
+
+def sharp_similarity(queries, keys, beta=10.0):
+    diffs = queries[:, None, :] - keys[None, :, :]  # (Q, 1, d) - (1, K, d) -> (Q, K, d)
+    return -beta * (diffs**2).sum(dim=-1)  # (Q, K)
+
+
+def averaging_similarity(queries, keys):
+    return torch.zeros(queries.shape[0], keys.shape[0])  # (Q, K): equal scores, equal weights
