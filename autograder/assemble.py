@@ -13,11 +13,12 @@ One source for every piece (DESIGN.md):
 * ``autograder/hidden/<module>/<grade_id>.py`` holds the hidden tests of the
   test cell ``grade_id``, as plain Python.
 * ``autograder/mutants/<module>/<stub grade_id>/<name>.py`` holds known-wrong
-  answers in the same format as a solutions module.
+  answers, each written as a student would write the whole stub cell, with a
+  docstring that names the mistake it models.
 
 ``fill_stubs`` is the one mechanism that turns a stub cell into a solved cell,
-used for solutions, for mutants, and (with nbgrader's markers) for the nbgrader
-source notebooks.
+used for the solutions edition, the tests, and (with nbgrader's markers) the
+nbgrader source notebooks.
 """
 
 from __future__ import annotations
@@ -167,8 +168,7 @@ def solved(nb: nbformat.NotebookNode, slug: str, *, markers: bool = False, hidde
 
     ``markers`` wraps answers in nbgrader's solution markers; ``hidden`` appends
     each test cell's hidden tests inside nbgrader's hidden-test markers.
-    ``answers`` defaults to the section's solutions module (pass a mutant to
-    build a wrong submission).
+    ``answers`` defaults to the section's solutions module.
     """
     answers = answers or solutions_module(slug)
     out = copy.deepcopy(nb)

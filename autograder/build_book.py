@@ -81,6 +81,7 @@ def build(edition: str, strict: bool = False) -> Path:
     env = dict(os.environ)
     env.setdefault("QKV_DATA_DIR", str((ROOT.parent / "shared" / "data").resolve()))
     env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    env["QKV_BOOK_BUILD"] = "1"  # widgets render as static figures in the book (qkv.widgets)
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(src), "--path-output", str(out)]
     if strict:
         cmd += ["-W", "-n", "--keep-going"]

@@ -15,4 +15,4 @@ def sharp_similarity(queries, keys, beta=10.0):
 
 
 def averaging_similarity(queries, keys):
-    return torch.zeros(queries.shape[0], keys.shape[0])  # (Q, K): equal scores, equal weights
+    return queries.new_zeros(queries.shape[0], keys.shape[0])  # (Q, K): equal scores give equal weights

@@ -22,7 +22,7 @@ import types
 
 import torch
 
-__all__ = ["check_tensor", "check_shape", "check_close", "check_scalar", "check_true", "forbid_reference"]
+__all__ = ["trusted", "check_tensor", "check_shape", "check_close", "check_scalar", "check_true", "forbid_reference"]
 
 # Pristine references, captured at import. Functions from torch's C extension
 # cannot be altered, only re-bound; we keep our own bindings.
@@ -36,6 +36,17 @@ _detach = torch.Tensor.detach
 _to = torch.Tensor.to
 _shape = torch.Tensor.shape.__get__ if hasattr(torch.Tensor.shape, "__get__") else None
 _type, _isinstance, _float, _tuple, _len = type, isinstance, float, tuple, len
+
+#: Tensor functions for computing references in hidden tests, bound at import
+#: (before any student code): ``trusted.softmax(x, dim=-1)`` is torch's softmax
+#: even if a student re-binds ``torch.softmax`` later.
+trusted = types.SimpleNamespace(
+    tensor=torch.tensor, zeros=torch.zeros, ones=torch.ones, eye=torch.eye, arange=torch.arange,
+    randn=torch.randn, rand=torch.rand, randint=torch.randint, manual_seed=torch.manual_seed,
+    Generator=torch.Generator, softmax=torch.softmax, exp=torch.exp, tanh=torch.tanh, matmul=torch.matmul,
+    bmm=torch.bmm, cat=torch.cat, stack=torch.stack, where=torch.where, sqrt=torch.sqrt,
+    float64=torch.float64, float32=torch.float32, long=torch.long, bool=torch.bool,
+)
 
 
 def _fail(what: str, expected, got, hint: str | None):

@@ -1,0 +1,29 @@
+# Hidden: other sizes, float64, a non-symmetric similarity, one query; references from explicit loops.
+import math as _math
+
+_T = checks.trusted
+_g = _T.Generator().manual_seed(1101)
+_q = _T.randn(4, 3, generator=_g, dtype=_T.float64)
+_k = _T.randn(6, 3, generator=_g, dtype=_T.float64)
+_v = _T.randn(6, 5, generator=_g, dtype=_T.float64)
+_W = _T.randn(3, 3, generator=_g, dtype=_T.float64)
+
+
+def _sim(a, b):
+    return a @ _W @ b.T  # a similarity that is not symmetric in queries and keys
+
+
+_scores = _sim(_q, _k).tolist()
+_w_ref, _o_ref = [], []
+for _row in _scores:
+    _m = max(_row)
+    _e = [_math.exp(s - _m) for s in _row]
+    _w_ref.append([e / sum(_e) for e in _e])
+_vals = _v.tolist()
+_o_ref = [[sum(w * _vals[j][c] for j, w in enumerate(_wr)) for c in range(5)] for _wr in _w_ref]
+_out, _w = attention_pooling(_q, _k, _v, _sim)
+checks.check_close(_w, _T.tensor(_w_ref, dtype=_T.float64), "weights (hidden, 4 queries x 6 keys)", atol=1e-9)
+checks.check_close(_out, _T.tensor(_o_ref, dtype=_T.float64), "output (hidden, values of size 5)", atol=1e-9)
+_out1, _w1 = attention_pooling(_q[:1], _k, _v, _sim)
+checks.check_shape(_out1, (1, 5), "output for a single query")
+checks.check_close(_w1, _T.tensor(_w_ref[:1], dtype=_T.float64), "weights for a single query", atol=1e-9)

@@ -1,0 +1,11 @@
+# Hidden: other sizes, float64 inputs, and queries that differ wildly must still get the plain mean.
+_T = checks.trusted
+_g = _T.Generator().manual_seed(1103)
+_q = 100 * _T.randn(3, 2, generator=_g, dtype=_T.float64)
+_k = _T.randn(9, 2, generator=_g, dtype=_T.float64)
+_v = _T.randn(9, 4, generator=_g, dtype=_T.float64)
+_s = averaging_similarity(_q, _k)
+checks.check_shape(_s, (3, 9), "scores (hidden, 3 queries x 9 keys)")
+_out, _w = attention_pooling(_q, _k, _v, averaging_similarity)
+_mean = [sum(col) / 9 for col in zip(*_v.tolist())]
+checks.check_close(_out.to(_T.float64), _T.tensor([_mean] * 3, dtype=_T.float64), "output (hidden)", atol=1e-6)
