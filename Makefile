@@ -45,7 +45,10 @@ bench: $(STAMP)
 
 constraints: $(STAMP)
 	$(BIN)/python -m pip freeze --exclude-editable | sed -E 's/^torch==(.*)\+cpu$$/torch==\1/' > constraints.new
-	@echo "wrote constraints.new: review, then move it over constraints.txt (keep its header)"
+	@echo "wrote constraints.new: review, move it over constraints.txt (keep its header), then run: $(BIN)/python -m autograder.envfile"
 
 clean:
 	rm -rf _build
+
+release: $(STAMP)
+	$(BIN)/python -m autograder.course

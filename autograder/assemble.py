@@ -179,5 +179,5 @@ def solved(nb: nbformat.NotebookNode, slug: str, *, markers: bool = False, hidde
         elif r == "test" and hidden:
             extra = hidden_tests(slug, grade)
             if extra:
-                cell.source = f"{cell.source.rstrip()}\n\n{BEGIN_HIDDEN}\n{extra}\n{END_HIDDEN}"
+                cell.source = f"{cell.source.rstrip()}\n{BEGIN_HIDDEN}\n{extra}\n{END_HIDDEN}"
     return out

@@ -1,0 +1,74 @@
+"""The nbgrader course, generated from the repository (``make release``).
+
+``_build/course/source/<slug>/<slug>.ipynb`` is each section assembled by
+:mod:`autograder.assemble` (book + solutions + hidden tests, inside nbgrader's
+markers); ``nbgrader generate_assignment`` then writes
+``_build/course/release/<slug>/<slug>.ipynb``, which must equal the book's
+notebook cell for cell (``tests/test_release.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from autograder import assemble
+from autograder import notebooks as nbs
+
+ROOT = nbs.ROOT
+COURSE = ROOT / "_build" / "course"
+
+
+def nbgrader_bin() -> str:
+    return str(Path(sys.executable).with_name("nbgrader"))
+
+
+def venv_env() -> dict:
+    """The environment with this interpreter's bin folder first on PATH (nbgrader calls alembic by name)."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def write_sources(course: Path = COURSE, sections=None) -> list[Path]:
+    """Assemble every section's nbgrader source notebook; return their paths."""
+    course.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(ROOT / "autograder" / "nbgrader_config.py", course / "nbgrader_config.py")
+    paths = []
+    for section in sections or nbs.sections():
+        nb = assemble.solved(nbs.read(section.path), section.slug, markers=True, hidden=True)
+        nb.metadata.pop("jupytext", None)
+        path = course / "source" / section.assignment / f"{section.slug}.ipynb"
+        nbs.write_if_changed(nb, path, fmt="ipynb")
+        paths.append(path)
+    return paths
+
+
+def release(course: Path = COURSE, sections=None) -> list[Path]:
+    """Write the sources and run ``nbgrader generate_assignment`` for every section."""
+    sections = sections or nbs.sections()
+    write_sources(course, sections)
+    out = []
+    for section in sections:
+        cmd = [nbgrader_bin(), "generate_assignment", section.assignment, "--force", "--log-level=WARN"]
+        result = subprocess.run(cmd, cwd=course, capture_output=True, text=True, env=venv_env())
+        if result.returncode:
+            raise SystemExit(f"nbgrader generate_assignment {section.assignment} failed:\n{result.stdout}{result.stderr}")
+        out.append(course / "release" / section.assignment / f"{section.slug}.ipynb")
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Generate the nbgrader course and release every section.")
+    parser.add_argument("--course", type=Path, default=COURSE)
+    args = parser.parse_args(argv)
+    for path in release(args.course):
+        print(f"[release] {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

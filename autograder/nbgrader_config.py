@@ -1,0 +1,23 @@
+"""nbgrader configuration of the course (copied into the generated course folder, _build/course/)."""
+
+c = get_config()  # noqa: F821 (provided by nbgrader when it loads this file)
+
+c.CourseDirectory.course_id = "qkv-attention"
+# One assignment per section; the notebook has the section's slug for its name.
+c.CourseDirectory.source_directory = "source"
+c.CourseDirectory.release_directory = "release"
+c.CourseDirectory.submitted_directory = "submitted"
+c.CourseDirectory.autograded_directory = "autograded"
+c.CourseDirectory.feedback_directory = "feedback"
+c.CourseDirectory.db_url = "sqlite:///gradebook.db"
+
+# Stubs and hidden tests use nbgrader's own markers and stub text, exactly as book/ writes them.
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
+c.ClearHiddenTests.begin_test_delimeter = "BEGIN HIDDEN TESTS"
+c.ClearHiddenTests.end_test_delimeter = "END HIDDEN TESTS"
+
+# The released notebooks carry no outputs; student notebooks run with a generous limit per cell.
+c.ClearOutput.enabled = True
+c.ExecutePreprocessor.timeout = 300
+c.Execute.timeout = 300

@@ -1,0 +1,34 @@
+"""Shared pytest fixtures.
+
+The course's data live outside the repository (``../shared/data``, see its README). Tests never download:
+``QKV_OFFLINE`` is set for the whole session, and ``QKV_DATA_DIR`` defaults to that folder so that a plain
+``pytest`` finds the data as ``make test`` does (subprocesses, such as notebook kernels, inherit both).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DATA_DIR = REPO.parent / "shared" / "data"
+
+os.environ.setdefault("QKV_DATA_DIR", str(DEFAULT_DATA_DIR))
+os.environ.setdefault("QKV_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The folder holding the real data files: ``$QKV_DATA_DIR``, else ``<repo>/../shared/data``."""
+    return Path(os.environ.get("QKV_DATA_DIR", str(DEFAULT_DATA_DIR)))
+
+
+@pytest.fixture
+def isolated_data_env(tmp_path, monkeypatch) -> Path:
+    """No data folder from the environment, an empty cache in ``tmp_path / "cache"``, downloads still off."""
+    monkeypatch.delenv("QKV_DATA_DIR", raising=False)
+    monkeypatch.setenv("QKV_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("QKV_OFFLINE", "1")
+    return tmp_path / "cache"
