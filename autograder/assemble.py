@@ -162,8 +162,14 @@ def hidden_tests(slug: str, grade: str) -> str | None:
     return path.read_text(encoding="utf-8").strip("\n") if path.exists() else None
 
 
-def solved(nb: nbformat.NotebookNode, slug: str, *, markers: bool = False, hidden: bool = False,
-           answers: ModuleType | None = None) -> nbformat.NotebookNode:
+def solved(
+    nb: nbformat.NotebookNode,
+    slug: str,
+    *,
+    markers: bool = False,
+    hidden: bool = False,
+    answers: ModuleType | None = None,
+) -> nbformat.NotebookNode:
     """A copy of a section notebook with every stub answered.
 
     ``markers`` wraps answers in nbgrader's solution markers; ``hidden`` appends

@@ -57,7 +57,9 @@ def release(course: Path = COURSE, sections=None) -> list[Path]:
         cmd = [nbgrader_bin(), "generate_assignment", section.assignment, "--force", "--log-level=WARN"]
         result = subprocess.run(cmd, cwd=course, capture_output=True, text=True, env=venv_env())
         if result.returncode:
-            raise SystemExit(f"nbgrader generate_assignment {section.assignment} failed:\n{result.stdout}{result.stderr}")
+            raise SystemExit(
+                f"nbgrader generate_assignment {section.assignment} failed:\n{result.stdout}{result.stderr}"
+            )
         out.append(course / "release" / section.assignment / f"{section.slug}.ipynb")
     return out
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import traceback
 from dataclasses import dataclass, field
+
 from autograder import assemble
 from autograder import notebooks as nbs
 
@@ -52,8 +53,9 @@ def _exec(source: str, namespace: dict, label: str) -> str | None:
     return None
 
 
-def run_section(slug: str, *, answers: dict[str, str | None] | None = None, until: str | None = None,
-                hidden: bool = True) -> Run:
+def run_section(
+    slug: str, *, answers: dict[str, str | None] | None = None, until: str | None = None, hidden: bool = True
+) -> Run:
     """Execute ``book/<slug>.md`` top to bottom in a fresh namespace.
 
     ``answers`` maps a stub's grade_id to the source that replaces the whole

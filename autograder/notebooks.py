@@ -126,7 +126,9 @@ def grade_id(cell) -> str | None:
     return nbgrader_meta(cell).get("grade_id")
 
 
-_STUB_RE = re.compile(r"^(?P<indent>[ \t]*)# YOUR CODE HERE[ \t]*\n(?P=indent)raise NotImplementedError\(\)[ \t]*$", re.M)
+_STUB_RE = re.compile(
+    r"^(?P<indent>[ \t]*)# YOUR CODE HERE[ \t]*\n(?P=indent)raise NotImplementedError\(\)[ \t]*$", re.M
+)
 
 
 def stub_regions(source: str) -> list[re.Match]:

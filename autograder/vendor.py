@@ -21,8 +21,15 @@ from autograder.notebooks import ROOT
 MATHJAX_VERSION = "3.2.2"
 MATHJAX_SHA256 = "1b9c0a1c44df864e915690558e72adb9cc5203360daefd385084ced3b6c64c09"
 VENDOR = ROOT / "_build" / "vendor"
-KEEP = ("es5/tex-chtml-full.js", "es5/output/chtml/fonts/", "es5/a11y/", "es5/ui/", "es5/input/tex/extensions/",
-        "es5/sre/", "LICENSE")
+KEEP = (
+    "es5/tex-chtml-full.js",
+    "es5/output/chtml/fonts/",
+    "es5/a11y/",
+    "es5/ui/",
+    "es5/input/tex/extensions/",
+    "es5/sre/",
+    "LICENSE",
+)
 
 
 def _sha256(path: Path) -> str:
@@ -44,14 +51,19 @@ def mathjax_dir() -> Path:
                 f"(Debian: apt-get install npm), or put mathjax-{MATHJAX_VERSION}.tgz from the npm registry at {tgz}."
             )
         with tempfile.TemporaryDirectory() as tmp:
-            subprocess.run([npm, "pack", f"mathjax@{MATHJAX_VERSION}", "--pack-destination", tmp, "--silent"],
-                           check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [npm, "pack", f"mathjax@{MATHJAX_VERSION}", "--pack-destination", tmp, "--silent"],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
             shutil.move(str(Path(tmp) / f"mathjax-{MATHJAX_VERSION}.tgz"), tgz)
     digest = _sha256(tgz)
     if digest != MATHJAX_SHA256:
         tgz.unlink()
-        raise SystemExit(f"[book] {tgz.name}: SHA-256 {digest} is not the pinned {MATHJAX_SHA256}; deleted it, "
-                         "run the build again to fetch it anew")
+        raise SystemExit(
+            f"[book] {tgz.name}: SHA-256 {digest} is not the pinned {MATHJAX_SHA256}; deleted it, "
+            "run the build again to fetch it anew"
+        )
     tmp_dest = dest.with_suffix(".partial")
     shutil.rmtree(tmp_dest, ignore_errors=True)
     with tarfile.open(tgz) as tar:

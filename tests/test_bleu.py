@@ -8,6 +8,7 @@ from collections import defaultdict
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from qkv.bleu import bleu
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+
 from qkv.data import ChecksumError, FashionMNIST, read_idx
 from qkv.data._fetch import find
 from qkv.data.fashion_mnist import FASHION_MNIST_FILES, LABELS

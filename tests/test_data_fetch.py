@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from qkv.data import _fetch
 from qkv.data._fetch import ChecksumError, DataFile, cache_dir, find, locate, read_verified
 from qkv.data.mt import FRA_ENG

@@ -8,6 +8,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from qkv.data import MTFraEng
 from qkv.data.mt import preprocess_fra_eng, tokenize_fra_eng
 

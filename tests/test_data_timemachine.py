@@ -8,6 +8,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from qkv.data import TimeMachine, Vocab, load_corpus
 from qkv.data.timemachine import build_corpus, preprocess_timemachine
 

@@ -49,6 +49,11 @@ def valid_mask(valid_lens: torch.Tensor | None, shape: torch.Size, device=None) 
     """
     if valid_lens is None:
         return None
+    if not isinstance(valid_lens, torch.Tensor):
+        raise TypeError(
+            f"valid_lens must be None or a tensor, got {type(valid_lens).__name__}; "
+            "wrap the lengths with torch.tensor(...)"
+        )
     B, Q, K = shape
     if valid_lens.dtype == torch.bool:
         try:

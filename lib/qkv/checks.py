@@ -41,11 +41,29 @@ _type, _isinstance, _float, _tuple, _len = type, isinstance, float, tuple, len
 #: (before any student code): ``trusted.softmax(x, dim=-1)`` is torch's softmax
 #: even if a student re-binds ``torch.softmax`` later.
 trusted = types.SimpleNamespace(
-    tensor=torch.tensor, zeros=torch.zeros, ones=torch.ones, eye=torch.eye, arange=torch.arange,
-    randn=torch.randn, rand=torch.rand, randint=torch.randint, manual_seed=torch.manual_seed,
-    Generator=torch.Generator, softmax=torch.softmax, exp=torch.exp, tanh=torch.tanh, matmul=torch.matmul,
-    bmm=torch.bmm, cat=torch.cat, stack=torch.stack, where=torch.where, sqrt=torch.sqrt,
-    float64=torch.float64, float32=torch.float32, long=torch.long, bool=torch.bool,
+    tensor=torch.tensor,
+    zeros=torch.zeros,
+    ones=torch.ones,
+    eye=torch.eye,
+    arange=torch.arange,
+    randn=torch.randn,
+    rand=torch.rand,
+    randint=torch.randint,
+    manual_seed=torch.manual_seed,
+    Generator=torch.Generator,
+    softmax=torch.softmax,
+    exp=torch.exp,
+    tanh=torch.tanh,
+    matmul=torch.matmul,
+    bmm=torch.bmm,
+    cat=torch.cat,
+    stack=torch.stack,
+    where=torch.where,
+    sqrt=torch.sqrt,
+    float64=torch.float64,
+    float32=torch.float32,
+    long=torch.long,
+    bool=torch.bool,
 )
 
 
@@ -59,8 +77,12 @@ def _fail(what: str, expected, got, hint: str | None):
 def check_tensor(x, name: str = "result") -> None:
     """``x`` must be a plain ``torch.Tensor``: not a subclass, not a look-alike."""
     if _type(x) is not _Tensor:
-        _fail(f"{name} should be a torch.Tensor", "torch.Tensor", f"{_type(x).__module__}.{_type(x).__qualname__}",
-              "return a tensor computed with torch operations (not a list, an array or a custom object)")
+        _fail(
+            f"{name} should be a torch.Tensor",
+            "torch.Tensor",
+            f"{_type(x).__module__}.{_type(x).__qualname__}",
+            "return a tensor computed with torch operations (not a list, an array or a custom object)",
+        )
 
 
 def _shape_of(x) -> tuple:
@@ -75,16 +97,21 @@ def check_shape(x, shape, name: str = "result", hint: str | None = None) -> None
         _fail(f"{name} has the wrong shape", _tuple(shape), got, hint)
 
 
-def check_close(got, expected, name: str = "result", atol: float = 1e-5, rtol: float = 1e-5,
-                hint: str | None = None) -> None:
+def check_close(
+    got, expected, name: str = "result", atol: float = 1e-5, rtol: float = 1e-5, hint: str | None = None
+) -> None:
     """``got`` is a finite tensor of ``expected``'s shape whose entries all match it within
     ``atol + rtol * |expected|``; the message shows the largest error and where it is."""
     check_shape(got, _shape_of(expected), name, hint)
     a = _to(_detach(got), dtype=_float64, device="cpu")
     b = _to(_detach(expected), dtype=_float64, device="cpu")
     if not _tolist(_all(_isfinite(a))):
-        _fail(f"{name} has NaN or infinite entries", "finite numbers", "NaN/inf present",
-              hint or "look for a division by zero or a softmax over a row where every entry is -inf")
+        _fail(
+            f"{name} has NaN or infinite entries",
+            "finite numbers",
+            "NaN/inf present",
+            hint or "look for a division by zero or a softmax over a row where every entry is -inf",
+        )
     err = _abs(_sub(a, b))
     tol = atol + rtol * _abs(b)
     # Work on Python floats from here: no tensor comparison operator is involved.
@@ -92,9 +119,12 @@ def check_close(got, expected, name: str = "result", atol: float = 1e-5, rtol: f
     if flat and max(flat) > 0:
         idx = max(range(_len(flat)), key=flat.__getitem__)
         pos = _unravel(idx, _shape_of(a))
-        _fail(f"{name} differs from the reference (largest error at index {pos})",
-              f"{_tolist(b.flatten())[idx]:.6g} (within {atol:g} + {rtol:g}*|expected|)",
-              f"{_tolist(a.flatten())[idx]:.6g}", hint)
+        _fail(
+            f"{name} differs from the reference (largest error at index {pos})",
+            f"{_tolist(b.flatten())[idx]:.6g} (within {atol:g} + {rtol:g}*|expected|)",
+            f"{_tolist(a.flatten())[idx]:.6g}",
+            hint,
+        )
 
 
 def _unravel(idx: int, shape: tuple) -> tuple:
@@ -138,9 +168,12 @@ def forbid_reference(student_fn, *references: tuple[types.ModuleType, str]):
     for fn in _functions_of(student_fn):
         for ref_name, value in _referenced(fn):
             if any(value is t for t in targets):
-                _fail("your answer calls the course's reference implementation instead of computing the result",
-                      "your own code", f"a call to qkv's {ref_name}",
-                      "write the computation yourself; the reference in qkv is there to read, not to call")
+                _fail(
+                    "your answer calls the course's reference implementation instead of computing the result",
+                    "your own code",
+                    f"a call to qkv's {ref_name}",
+                    "write the computation yourself; the reference in qkv is there to read, not to call",
+                )
 
     def poisoned(*args, **kwargs):
         raise AssertionError("your answer calls the course's reference implementation; write your own")

@@ -14,14 +14,27 @@ __all__ = ["queries_keys_values_glance", "attention_pooling_glance", "scoring_gl
 
 
 def _box(ax, x, y, w, h, text, color, fontsize=10, alpha=1.0):
-    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.02,rounding_size=0.06",
-                                fc=color, ec="0.25", lw=1, alpha=alpha))
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - w / 2, y - h / 2),
+            w,
+            h,
+            boxstyle="round,pad=0.02,rounding_size=0.06",
+            fc=color,
+            ec="0.25",
+            lw=1,
+            alpha=alpha,
+        )
+    )
     ax.text(x, y, text, ha="center", va="center", fontsize=fontsize)
 
 
 def _arrow(ax, start, end, width=1.0, color="0.3", style="-|>", rad=0.0):
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle=style, mutation_scale=12, lw=width, color=color,
-                                 connectionstyle=f"arc3,rad={rad}"))
+    ax.add_patch(
+        FancyArrowPatch(
+            start, end, arrowstyle=style, mutation_scale=12, lw=width, color=color, connectionstyle=f"arc3,rad={rad}"
+        )
+    )
 
 
 def _canvas(figsize, xlim, ylim):
@@ -50,8 +63,14 @@ def queries_keys_values_glance(weights=(0.05, 0.7, 0.2, 0.05)):
     _box(ax, 8.9, 2.2, 1.3, 0.8, r"$\sum_i \alpha_i \mathbf{v}_i$", "#f4d4f7")
     ax.text(3.6, 4.25, "keys", ha="center", fontsize=10)
     ax.text(6.2, 4.25, "values", ha="center", fontsize=10)
-    ax.text(4.9, 0.05, r"weights $\alpha_i = \mathrm{softmax}_i\, a(\mathbf{q}, \mathbf{k}_i)$: "
-            r"$\alpha_i \geq 0$, $\sum_i \alpha_i = 1$", ha="center", fontsize=9.5)
+    ax.text(
+        4.9,
+        0.05,
+        r"weights $\alpha_i = \mathrm{softmax}_i\, a(\mathbf{q}, \mathbf{k}_i)$: "
+        r"$\alpha_i \geq 0$, $\sum_i \alpha_i = 1$",
+        ha="center",
+        fontsize=9.5,
+    )
     return fig
 
 
@@ -60,15 +79,14 @@ def attention_pooling_glance(x_train=(0.5, 1.3, 2.0, 2.6, 3.4, 4.2), x_query=2.3
     kernel of its distance to the query, so near points count most."""
     import math
 
-    fig, (ax_top, ax_bot) = plt.subplots(2, 1, figsize=(6.5, 3.4), sharex=True,
-                                         gridspec_kw={"height_ratios": [1.2, 1]})
+    fig, (ax_top, ax_bot) = plt.subplots(2, 1, figsize=(6.5, 3.4), sharex=True, gridspec_kw={"height_ratios": [1.2, 1]})
     xs = [i / 100 for i in range(0, 501)]
-    ax_top.plot(xs, [math.exp(-((x - x_query) / sigma) ** 2 / 2) for x in xs], color="#2c7fb8")
+    ax_top.plot(xs, [math.exp(-(((x - x_query) / sigma) ** 2) / 2) for x in xs], color="#2c7fb8")
     ax_top.axvline(x_query, color="#c0392b", ls="--", lw=1)
     ax_top.text(x_query, 1.08, "query x", color="#c0392b", ha="center", fontsize=9)
     ax_top.set_ylim(0, 1.25)
     ax_top.set_ylabel("kernel")
-    raw = [math.exp(-((x - x_query) / sigma) ** 2 / 2) for x in x_train]
+    raw = [math.exp(-(((x - x_query) / sigma) ** 2) / 2) for x in x_train]
     alphas = [r / sum(raw) for r in raw]
     ax_bot.bar(x_train, alphas, width=0.25, color="#f39c12")
     for x, a in zip(x_train, alphas):

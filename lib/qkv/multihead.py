@@ -42,11 +42,11 @@ def transpose_output(X: torch.Tensor, num_heads: int) -> torch.Tensor:
 def repeat_for_heads(valid_lens: torch.Tensor | None, num_heads: int) -> torch.Tensor | None:
     """Repeat lengths (B,) / (B, Q), or a boolean mask (B, Q, K), once per head, in
     the order of :func:`transpose_qkv` (D2L 11.5.2). A mask without a batch axis
-    (Q, K) broadcasts as it is."""
+    (Q, K), or with a batch axis of size 1 (1, Q, K), broadcasts as it is."""
     if valid_lens is None:
         return None
-    if valid_lens.dtype == torch.bool and valid_lens.dim() < 3:
-        return valid_lens
+    if valid_lens.dtype == torch.bool and (valid_lens.dim() < 3 or valid_lens.shape[0] == 1):
+        return valid_lens  # no batch axis, or a batch axis of 1: broadcasts over B * H as it is
     return torch.repeat_interleave(valid_lens, repeats=num_heads, dim=0)  # (B, ...) -> (B * H, ...)
 
 
@@ -61,8 +61,17 @@ class MultiHeadAttention(nn.Module):
     ``self.attention.attention_weights`` holds the last weights, (B * H, Q, K).
     """
 
-    def __init__(self, num_hiddens: int, num_heads: int, dropout: float = 0.0, bias: bool = False,
-                 *, query_size=None, key_size=None, value_size=None):
+    def __init__(
+        self,
+        num_hiddens: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = False,
+        *,
+        query_size=None,
+        key_size=None,
+        value_size=None,
+    ):
         super().__init__()
         if num_hiddens % num_heads:
             raise ValueError(f"num_hiddens = {num_hiddens} must be divisible by num_heads = {num_heads}")
@@ -74,6 +83,13 @@ class MultiHeadAttention(nn.Module):
         self.W_o = _linear(num_hiddens, num_hiddens, bias)
 
     def forward(self, queries, keys, values, valid_lens=None):
+        """queries (B, Q, d_q), keys (B, K, d_k), values (B, K, d_v), valid_lens (B,) / (B, Q) -> (B, Q, N)."""
+        if isinstance(valid_lens, torch.Tensor) and valid_lens.dtype != torch.bool:
+            B, Q = queries.shape[0], queries.shape[1]
+            if tuple(valid_lens.shape) not in {(B,), (B, Q)}:  # check before the lengths are repeated per head
+                raise ValueError(
+                    f"valid_lens must have shape (B,) = {(B,)} or (B, Q) = {(B, Q)}, got {tuple(valid_lens.shape)}"
+                )
         queries = transpose_qkv(self.W_q(queries), self.num_heads)  # (B * H, Q, h)
         keys = transpose_qkv(self.W_k(keys), self.num_heads)  # (B * H, K, h)
         values = transpose_qkv(self.W_v(values), self.num_heads)  # (B * H, K, h)

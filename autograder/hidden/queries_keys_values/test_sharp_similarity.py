@@ -5,7 +5,13 @@ _q = _T.randn(5, 4, generator=_g, dtype=_T.float64)
 _k = _T.randn(7, 4, generator=_g, dtype=_T.float64)
 for _beta in (0.5, 3.0):
     _ref = [[-_beta * sum((a - b) ** 2 for a, b in zip(qi, kj)) for kj in _k.tolist()] for qi in _q.tolist()]
-    checks.check_close(sharp_similarity(_q, _k, beta=_beta), _T.tensor(_ref, dtype=_T.float64),
-                       f"scores with beta={_beta} (hidden, 5 queries x 7 keys)", atol=1e-9)
+    checks.check_close(
+        sharp_similarity(_q, _k, beta=_beta),
+        _T.tensor(_ref, dtype=_T.float64),
+        f"scores with beta={_beta} (hidden, 5 queries x 7 keys)",
+        atol=1e-9,
+    )
 _ref = [[-10.0 * sum((a - b) ** 2 for a, b in zip(qi, kj)) for kj in _k.tolist()] for qi in _q.tolist()]
-checks.check_close(sharp_similarity(_q, _k), _T.tensor(_ref, dtype=_T.float64), "scores with the default beta", atol=1e-9)
+checks.check_close(
+    sharp_similarity(_q, _k), _T.tensor(_ref, dtype=_T.float64), "scores with the default beta", atol=1e-9
+)

@@ -1,4 +1,5 @@
 """Mistake: ignores the given similarity and always uses the dot product (passes the visible test)."""
+
 import torch
 
 

@@ -1,4 +1,5 @@
 """Mistake: the softmax runs along the queries (dim=0) instead of the keys."""
+
 import torch
 
 

@@ -1,4 +1,5 @@
 """Mistake: uses the distance ||q - k|| instead of its square."""
+
 import torch
 
 

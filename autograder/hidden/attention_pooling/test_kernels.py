@@ -1,0 +1,39 @@
+# ruff: noqa: F821 (runs in the notebook's namespace, after the visible tests)
+# Hidden: float64 and 2-D inputs, the window's edge |u| = 1 exactly, just inside and outside it, far tails;
+# references from math, point by point; each kernel must be the student's own function.
+import math as _math
+
+import qkv.nadaraya_watson as _nwm
+
+_T = checks.trusted
+_pts = [-3.0, -1.0, -0.999, -0.5, 0.0, 0.3, 0.999, 1.0, 1.001, 7.0]
+_u = _T.tensor(_pts, dtype=_T.float64).reshape(2, 5)
+_refs = [
+    ("gaussian", gaussian, lambda v: _math.exp(-v * v / 2)),
+    ("boxcar", boxcar, lambda v: 1.0 if abs(v) < 1 else 0.0),
+    ("constant", constant, lambda v: 1.0),
+    ("epanechnikov", epanechnikov, lambda v: max(0.0, 1.0 - abs(v))),
+]
+_poisoned = [(_nwm, n) for n in ("gaussian", "boxcar", "constant", "epanechikov", "epanechnikov")]
+for _name, _fn, _ref in _refs:
+    checks.check_true(
+        not str(getattr(_fn, "__module__", "")).startswith("qkv"),
+        f"{_name} is your own function",
+        hint="write the kernel yourself instead of assigning the one from qkv",
+    )
+    with checks.forbid_reference(_fn, *_poisoned):
+        _out = _fn(_u)
+    checks.check_shape(_out, (2, 5), f"{_name} of a (2, 5) tensor (hidden)", hint="act elementwise, keep the shape")
+    checks.check_true(
+        _out.dtype == _T.float64,
+        f"{_name} of a float64 tensor is float64 (hidden)",
+        hint="build the result from x's dtype, e.g. torch.ones_like(x) or .to(x.dtype)",
+    )
+    _expected = _T.tensor([_ref(v) for v in _pts], dtype=_T.float64).reshape(2, 5)
+    checks.check_close(
+        _out,
+        _expected,
+        f"{_name} at u = {_pts} (hidden, float64)",
+        atol=1e-12,
+        hint="mind the edge of the window: the boxcar is 0 at |u| = 1 exactly",
+    )

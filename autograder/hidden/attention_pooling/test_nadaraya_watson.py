@@ -1,0 +1,51 @@
+# ruff: noqa: F821 (runs in the notebook's namespace, after the visible tests)
+# Hidden: float64, unsorted keys, other sizes and widths, three kernels, a single query; references from
+# explicit loops over queries and keys in plain Python. The answer must not call qkv's estimator.
+import math as _math
+
+import qkv.nadaraya_watson as _nwm
+
+_T = checks.trusted
+_g = _T.Generator().manual_seed(1121)
+_xk = 5 * _T.rand(9, generator=_g, dtype=_T.float64)  # keys, not sorted
+_yk = _T.randn(9, generator=_g, dtype=_T.float64)
+_xq = 6 * _T.rand(6, generator=_g, dtype=_T.float64) - 0.5
+_cases = [
+    ("Gaussian", lambda u: _T.exp(-u * u / 2), lambda v: _math.exp(-v * v / 2), 0.7),
+    ("Gaussian", lambda u: _T.exp(-u * u / 2), lambda v: _math.exp(-v * v / 2), 0.3),
+    ("triangular", lambda u: (1 - u.abs()).clamp(min=0), lambda v: max(0.0, 1.0 - abs(v)), 2.5),
+    ("constant", lambda u: 0 * u + 1, lambda v: 1.0, 0.1),
+]
+
+
+def _reference(queries, sigma, ref_kernel):
+    weights, preds = [], []
+    for q in queries:
+        a = [ref_kernel((q - k) / sigma) for k in _xk.tolist()]
+        weights.append([ai / sum(a) for ai in a])
+        preds.append(sum(w * y for w, y in zip(weights[-1], _yk.tolist())))
+    return _T.tensor(preds, dtype=_T.float64), _T.tensor(weights, dtype=_T.float64)
+
+
+for _name, _kernel, _ref_kernel, _sigma in _cases:
+    _y_ref, _w_ref = _reference(_xq.tolist(), _sigma, _ref_kernel)
+    with checks.forbid_reference(nadaraya_watson, (_nwm, "nadaraya_watson"), (_nwm, "_weights")):
+        _y_hat, _w = nadaraya_watson(_xk, _yk, _xq, _kernel, sigma=_sigma)
+    checks.check_close(
+        _w,
+        _w_ref,
+        f"attention_weights ({_name}, width {_sigma}, 6 queries x 9 keys, float64)",
+        atol=1e-9,
+        hint="divide the differences by sigma, and normalise each query's row",
+    )
+    checks.check_close(
+        _y_hat,
+        _y_ref,
+        f"y_hat ({_name}, width {_sigma}, float64)",
+        atol=1e-9,
+        hint="keep the inputs' dtype: do not convert the weights to float32",
+    )
+_y_ref, _w_ref = _reference(_xq.tolist()[:1], 1.0, lambda v: _math.exp(-v * v / 2))
+_y_hat, _w = nadaraya_watson(_xk, _yk, _xq[:1], lambda u: _T.exp(-u * u / 2))
+checks.check_close(_w, _w_ref, "attention_weights for one query with the default width 1 (hidden)", atol=1e-9)
+checks.check_close(_y_hat, _y_ref, "y_hat for one query with the default width 1 (hidden)", atol=1e-9)

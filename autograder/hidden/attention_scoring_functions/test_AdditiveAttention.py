@@ -1,0 +1,98 @@
+# Hidden: float64 (the lazy layers are sized by a first call, then converted), other sizes (h = 7, d_q = 4, d_k = 3),
+# our own weights copied in, lengths per example and per query, references by explicit loops; no biases; in training
+# mode dropout acts on the weights; the class is the student's own, not (a subclass of) the reference.
+# (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+# ruff: noqa: F821
+import math as _math
+
+import qkv.attention as _qa
+import torch as _torch
+
+_T = checks.trusted
+_f64 = _T.float64
+
+
+def _attend_ref(q, k, v, lens, score):
+    """Weights and output of masked attention by explicit loops over nested lists q[b][i], k[b][j], v[b][j];
+    query i of example b sees the first lens[b][i] keys."""
+    weights, output = [], []
+    for b in range(len(q)):
+        w_b, o_b = [], []
+        for i, qi in enumerate(q[b]):
+            n, m = lens[b][i], len(k[b])
+            s = [score(qi, kj) for kj in k[b][:n]]
+            top = max(s)
+            e = [_math.exp(x - top) for x in s]
+            w = [x / sum(e) for x in e] + [0.0] * (m - n)
+            w_b.append(w)
+            o_b.append([sum(w[j] * v[b][j][c] for j in range(m)) for c in range(len(v[b][0]))])
+        weights.append(w_b)
+        output.append(o_b)
+    return weights, output
+
+
+def _check_dropout_on_weights(layer, queries, equal_keys, p):
+    """Dropout must act on the weights. Equal keys give every query the weights 1/3, 1/3, 1/3, and the values 1, 10
+    and 100 make each output tell which weights survived: (a + 10 b + 100 c) / (3 (1 - p)) with a, b, c in {0, 1}.
+    Dropout on the output instead gives only 0 or 111 / (3 (1 - p)); no dropout gives 37."""
+    values = _T.tensor([[[1.0], [10.0], [100.0]]], dtype=_f64)  # (1, K, 1)
+    layer.train()
+    _T.manual_seed(1139)
+    out = layer(queries, equal_keys, values)
+    checks.check_shape(out, (1, 64, 1), "output in training mode (hidden, 64 queries, 3 equal keys)")
+    checks.check_close(layer.attention_weights, _T.ones(1, 64, 3, dtype=_f64) / 3,
+                       "attention_weights in training mode, with 3 equal keys", atol=1e-12, rtol=0,
+                       hint="store the weights as they are before dropout")
+    allowed = [(a + 10 * b + 100 * c) / (3 * (1 - p)) for a in (0, 1) for b in (0, 1) for c in (0, 1)]
+    got = [row[0] for row in out[0].tolist()]
+    checks.check_true(all(min(abs(g - x) for x in allowed) < 1e-9 for g in got),
+                      "in training mode, each output is the values weighted by dropped-out weights (w / (1 - p) or 0)",
+                      hint="apply self.dropout (nn.Dropout) to the attention weights, then multiply by the values")
+    checks.check_true(len({round(g, 6) for g in got}) > 2,
+                      "in training mode, dropout zeroes single weights, not whole outputs",
+                      hint="apply self.dropout to the attention weights, not to the output")
+    layer.eval()
+
+
+checks.check_true(not any(c is _qa.DotProductAttention or c is _qa.AdditiveAttention
+                          for c in AdditiveAttention.__mro__),
+                  "AdditiveAttention is a class of your own", hint="write the module; do not reuse qkv's class")
+_g = _T.Generator().manual_seed(1134)
+_q = _T.randn(2, 3, 4, generator=_g, dtype=_f64)
+_k = _T.randn(2, 5, 3, generator=_g, dtype=_f64)
+_v = _T.randn(2, 5, 2, generator=_g, dtype=_f64)
+_Wq = _T.randn(7, 4, generator=_g, dtype=_f64)
+_Wk = _T.randn(7, 3, generator=_g, dtype=_f64)
+_wv = _T.randn(1, 7, generator=_g, dtype=_f64)
+_Wq_l, _Wk_l, _wv_l = _Wq.tolist(), _Wk.tolist(), _wv.tolist()[0]
+
+
+def _additive(qi, kj):
+    hidden = [sum(w * x for w, x in zip(_Wq_l[h], qi)) + sum(w * x for w, x in zip(_Wk_l[h], kj)) for h in range(7)]
+    return sum(w * _math.tanh(x) for w, x in zip(_wv_l, hidden))
+
+
+_cases = [
+    ("no mask", None, [[5] * 3] * 2),
+    ("lengths per example [2, 5]", _T.tensor([2, 5]), [[2] * 3, [5] * 3]),
+    ("lengths per query", _T.tensor([[1, 5, 3], [4, 2, 5]]), [[1, 5, 3], [4, 2, 5]]),
+]
+with checks.forbid_reference(AdditiveAttention, (_qa, "DotProductAttention"), (_qa, "AdditiveAttention")):
+    _layer = AdditiveAttention(num_hiddens=7, dropout=0.2)
+    _layer.eval()
+    _layer(_T.zeros(1, 1, 4), _T.zeros(1, 2, 3), _T.zeros(1, 2, 2))  # gives the lazy layers their input sizes
+    _layer.double()
+    with _torch.no_grad():
+        for _lin, _w, _nm in [(_layer.W_q, _Wq, "W_q"), (_layer.W_k, _Wk, "W_k"), (_layer.w_v, _wv, "w_v")]:
+            checks.check_shape(_lin.weight, tuple(_w.shape), f"{_nm}.weight (hidden, h = 7, d_q = 4, d_k = 3)",
+                               hint="W_q maps d_q to num_hiddens, W_k maps d_k to num_hiddens, w_v maps num_hiddens to 1")
+            checks.check_true(_lin.bias is None, f"{_nm} has no bias", hint="pass bias=False to nn.LazyLinear")
+            _lin.weight.copy_(_w)
+    for _name, _arg, _lens in _cases:
+        _out = _layer(_q, _k, _v, _arg)
+        _W, _O = _attend_ref(_q.tolist(), _k.tolist(), _v.tolist(), _lens, _additive)
+        checks.check_close(_layer.attention_weights, _T.tensor(_W, dtype=_f64),
+                           f"attention_weights (hidden, float64, {_name})", atol=1e-12, rtol=0,
+                           hint="score with w_v(tanh(W_q(q) + W_k(k))) for every query-key pair, then mask")
+        checks.check_close(_out, _T.tensor(_O, dtype=_f64), f"output (hidden, float64, {_name})", atol=1e-12, rtol=0)
+    _check_dropout_on_weights(_layer, _T.randn(1, 64, 4, generator=_g, dtype=_f64), _T.zeros(1, 3, 3, dtype=_f64), 0.2)

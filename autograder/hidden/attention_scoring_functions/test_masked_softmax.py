@@ -1,0 +1,96 @@
+# Hidden: float64 and other sizes; lengths per example and per query (1 and K included, and Q = 1); inf, NaN and huge
+# scores past the lengths, which must not matter; None; the caller's scores left unchanged; no call to the reference.
+# References by explicit loops over rows.
+# (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+# ruff: noqa: F821
+import math as _math
+
+import qkv.attention as _qa
+
+_T = checks.trusted
+_f64 = _T.float64
+
+
+def _masked_ref(scores, lens):
+    """Masked softmax of nested lists scores[b][i][j], with lens[b][i] valid keys per row, by explicit loops."""
+    out = []
+    for s_b, l_b in zip(scores, lens):
+        rows = []
+        for row, n in zip(s_b, l_b):
+            top = max(row[:n])
+            e = [_math.exp(x - top) for x in row[:n]]
+            rows.append([x / sum(e) for x in e] + [0.0] * (len(row) - n))
+        out.append(rows)
+    return out
+
+
+def _scores(seed, B, Q, K):
+    return _T.randn(B, Q, K, generator=_T.Generator().manual_seed(seed), dtype=_f64).tolist()
+
+
+def _poisoned(scores, lens):
+    """The same scores with inf, NaN or 1e30 past each row's valid length."""
+    junk = [float("inf"), float("nan"), 1e30]
+    return [
+        [row[:n] + [junk[(j + i) % 3] for j in range(len(row) - n)] for i, (row, n) in enumerate(zip(s_b, l_b))]
+        for s_b, l_b in zip(scores, lens)
+    ]
+
+
+_per_query = [[1, 2, 3, 4], [5, 5, 1, 2], [3, 1, 4, 5]]
+_cases = [
+    ("lengths per example (B,) = [1, 5, 3]", [1, 5, 3], [[1] * 4, [5] * 4, [3] * 4]),
+    ("lengths per query (B, Q)", _per_query, _per_query),
+]
+_S = _scores(1131, 3, 4, 5)
+with checks.forbid_reference(masked_softmax, (_qa, "masked_softmax"), (_qa, "valid_mask"), (_qa, "sequence_mask")):
+    for _name, _arg, _lens in _cases:
+        _W = masked_softmax(_T.tensor(_poisoned(_S, _lens), dtype=_f64), _T.tensor(_arg))
+        checks.check_close(
+            _W,
+            _T.tensor(_masked_ref(_S, _lens), dtype=_f64),
+            f"weights (hidden, float64, {_name}, inf/NaN/1e30 past the lengths)",
+            atol=1e-12,
+            rtol=0,
+            hint="replace the masked scores before the softmax (masked_fill), so what was there "
+            "cannot matter; keep the dtype of X",
+        )
+        _keep = _T.tensor([[[j < n for j in range(5)] for n in _l] for _l in _lens])
+        checks.check_close(
+            _T.where(_keep, _T.zeros(3, 4, 5, dtype=_f64), _W),
+            _T.zeros(3, 4, 5, dtype=_f64),
+            f"weights past the valid lengths ({_name})",
+            atol=0,
+            rtol=0,
+            hint="masked weights must be exactly 0: fill with a very large negative number",
+        )
+    # One query per example, lengths given as (B, 1).
+    _S1 = _scores(1132, 2, 1, 4)
+    _W = masked_softmax(_T.tensor(_S1, dtype=_f64), _T.tensor([[2], [4]]))
+    checks.check_close(
+        _W,
+        _T.tensor(_masked_ref(_S1, [[2], [4]]), dtype=_f64),
+        "weights (hidden, one query per example, lengths of shape (B, 1))",
+        atol=1e-12,
+        rtol=0,
+    )
+    # No mask.
+    _W = masked_softmax(_T.tensor(_S, dtype=_f64), None)
+    checks.check_close(
+        _W,
+        _T.tensor(_masked_ref(_S, [[5] * 4] * 3), dtype=_f64),
+        "weights with valid_lens = None (hidden, float64)",
+        atol=1e-12,
+        rtol=0,
+    )
+    # The caller's scores must be left as they were.
+    _X = _T.tensor(_S, dtype=_f64)
+    masked_softmax(_X, _T.tensor([2, 1, 4]))
+    checks.check_close(
+        _X,
+        _T.tensor(_S, dtype=_f64),
+        "the scores X after the call",
+        atol=0,
+        rtol=0,
+        hint="do not modify X in place (X[...] = ...); masked_fill returns a new tensor",
+    )

@@ -1,0 +1,252 @@
+"""A small trainer for the course's models, after D2L's ``Trainer`` (D2L 3.4).
+
+``Trainer(max_epochs, ...).fit(model, data)`` runs the usual loop: for each
+batch ``(*inputs, Y)`` from ``data.train_dataloader()`` it computes
+``Y_hat = model(*inputs)`` and ``loss = model.loss(Y_hat, Y)``, back-propagates,
+optionally clips the gradient's global norm (D2L 9.5.3) and steps the
+optimiser; after each epoch it measures the loss on ``data.val_dataloader()``
+without gradients, in evaluation mode. The per-epoch losses are kept in
+``trainer.history`` and drawn by ``trainer.plot()``.
+
+Unlike D2L's trainer it does not need the model to subclass a course base
+class: any ``nn.Module`` works, with ``loss`` and ``configure_optimizers``
+optional (cross-entropy over the last axis, and Adam or SGD with ``lr``).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+import warnings
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.nn.parameter import is_lazy
+from tqdm.auto import tqdm
+
+__all__ = ["resolve_device", "clip_gradients", "Trainer"]
+
+OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}
+
+
+def resolve_device(device=None) -> torch.device:
+    """``None`` -> CUDA when available, else CPU; a name or ``torch.device`` is checked (D2L 6.7)."""
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"unknown device {device!r}; use 'cpu', 'cuda', 'cuda:0' or None (automatic)") from err
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was asked for but no CUDA GPU is available; use device=None or 'cpu'")
+    return device
+
+
+def clip_gradients(grad_clip_val: float, model: nn.Module) -> torch.Tensor:
+    """Rescale all gradients together so that their global L2 norm is at most ``grad_clip_val`` (D2L 9.5.3).
+
+    When the norm ``||g||`` of all the parameters' gradients, taken as one
+    vector, exceeds ``grad_clip_val``, every gradient is multiplied by
+    ``grad_clip_val / ||g||``; the direction is kept. Returns the norm before
+    clipping (a 0-d tensor; no host-device synchronisation is forced).
+    """
+    grads = [p.grad for p in model.parameters() if p.requires_grad and p.grad is not None]
+    if not grads:
+        return torch.tensor(0.0)
+    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+    scale = torch.clamp(grad_clip_val / norm, max=1.0)  # 1 when the norm is within bounds (or 0)
+    for g in grads:
+        g.mul_(scale.to(g.device))
+    return norm
+
+
+def _batch_size(Y) -> int:
+    return Y.shape[0] if isinstance(Y, torch.Tensor) and Y.dim() > 0 else 1
+
+
+class Trainer:
+    """Fit a model to a data module, recording the loss per epoch (D2L 3.4).
+
+    Args:
+        max_epochs: number of passes over the training data.
+        gradient_clip_val: if > 0, clip the gradients' global norm to this value
+            before every step (D2L 9.5.3).
+        device: "cpu", "cuda", a ``torch.device``, or None for CUDA when
+            available, else CPU. The model and every tensor of a batch move there.
+        seed: if given, seeds ``torch`` and Python's ``random`` at the start of
+            :meth:`fit`, before the first forward pass, so lazy layers, dropout
+            and shuffling repeat exactly. (Seed before building a model whose
+            layers are not lazy: their weights exist before ``fit``.)
+        optimizer: "adam", "sgd" or a function ``(params, lr=...) -> Optimizer``;
+            used with ``lr`` when the model has no ``configure_optimizers()``.
+        lr: learning rate for that optimiser.
+        progress: show a tqdm progress bar over epochs with the latest losses.
+
+    ``fit`` returns, and keeps in ``self.history``, a dict of equal-length
+    lists: ``epoch`` (1, 2, ...), ``train_loss`` and ``val_loss`` (means over
+    the epoch's examples, each batch weighted by its size; ``val_loss`` is NaN
+    without validation data) and ``seconds`` (wall time since ``fit`` began,
+    at the end of each epoch, so the last entry is the whole run's time).
+    """
+
+    def __init__(
+        self,
+        max_epochs: int,
+        gradient_clip_val: float = 0.0,
+        device=None,
+        seed: int | None = None,
+        optimizer="adam",
+        lr: float | None = None,
+        progress: bool = True,
+    ):
+        if not isinstance(max_epochs, int) or max_epochs < 1:
+            raise ValueError(f"max_epochs must be a positive integer, got {max_epochs!r}")
+        if not gradient_clip_val >= 0:
+            raise ValueError(f"gradient_clip_val must be >= 0 (0 turns clipping off), got {gradient_clip_val!r}")
+        if lr is not None and not lr > 0:
+            raise ValueError(f"the learning rate lr must be > 0, got {lr!r}")
+        if isinstance(optimizer, str):
+            if optimizer.lower() not in OPTIMIZERS:
+                raise ValueError(f"unknown optimizer {optimizer!r}; use one of {sorted(OPTIMIZERS)} or a function")
+            optimizer = optimizer.lower()
+        elif not callable(optimizer):
+            raise TypeError(f"optimizer must be a name or a function (params, lr=...) -> Optimizer, got {optimizer!r}")
+        self.max_epochs = max_epochs
+        self.gradient_clip_val = float(gradient_clip_val)
+        self.device = resolve_device(device)
+        self.seed = seed
+        self.optimizer = optimizer
+        self.lr = lr
+        self.progress = progress
+        self.optim: torch.optim.Optimizer | None = None
+        self.history: dict[str, list] = {"epoch": [], "train_loss": [], "val_loss": [], "seconds": []}
+
+    def prepare_batch(self, batch):
+        """Check a batch is ``(*inputs, Y)`` and move its tensors to the device (D2L 6.7)."""
+        if not isinstance(batch, tuple | list) or len(batch) < 2:
+            raise ValueError(
+                "each batch must be a tuple (*inputs, Y) whose last element is the label; "
+                f"got {type(batch).__name__}" + (f" of length {len(batch)}" if isinstance(batch, tuple | list) else "")
+            )
+        return tuple(x.to(self.device) if isinstance(x, torch.Tensor) else x for x in batch)
+
+    def clip_gradients(self, grad_clip_val: float, model: nn.Module) -> torch.Tensor:
+        """See :func:`clip_gradients` (D2L 9.5.3)."""
+        return clip_gradients(grad_clip_val, model)
+
+    def compute_loss(self, model: nn.Module, batch) -> torch.Tensor:
+        """``model.loss(model(*inputs), Y)``, or cross-entropy over the last axis without ``model.loss``."""
+        Y_hat = model(*batch[:-1])
+        Y = batch[-1]
+        if hasattr(model, "loss"):
+            loss = model.loss(Y_hat, Y)
+        else:
+            loss = F.cross_entropy(Y_hat.reshape(-1, Y_hat.shape[-1]), Y.reshape(-1))  # (*, V) -> (n, V); (*,) -> (n,)
+        if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+            shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
+            raise ValueError(f"the loss must be a scalar tensor (reduce it, e.g. with .mean()); got {shape}")
+        return loss
+
+    def configure_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        """The model's ``configure_optimizers()`` if it has one, else the Trainer's optimiser with ``lr``."""
+        configure = getattr(model, "configure_optimizers", None)
+        if callable(configure):
+            try:
+                optim = configure()
+            except NotImplementedError:  # a base class that leaves it to subclasses
+                optim = None
+            if optim is not None:
+                if not isinstance(optim, torch.optim.Optimizer):
+                    raise TypeError(f"configure_optimizers() must return a torch.optim.Optimizer, got {optim!r}")
+                if self.lr is not None:
+                    warnings.warn("the model's configure_optimizers() is used; Trainer's lr is ignored", stacklevel=3)
+                return optim
+        if self.lr is None:
+            raise ValueError(
+                f"{type(model).__name__} has no configure_optimizers(), so the Trainer needs a learning rate: "
+                "Trainer(..., optimizer='adam' or 'sgd', lr=0.01)"
+            )
+        factory = OPTIMIZERS[self.optimizer] if isinstance(self.optimizer, str) else self.optimizer
+        return factory(model.parameters(), lr=self.lr)
+
+    def fit_epoch(self, model: nn.Module, loader) -> float:
+        """One pass over the training data; returns the mean training loss per example."""
+        model.train()
+        total, count = torch.zeros((), device=self.device), 0
+        for batch in loader:
+            batch = self.prepare_batch(batch)
+            loss = self.compute_loss(model, batch)
+            self.optim.zero_grad()
+            loss.backward()
+            if self.gradient_clip_val > 0:
+                self.clip_gradients(self.gradient_clip_val, model)
+            self.optim.step()
+            n = _batch_size(batch[-1])
+            total += loss.detach() * n
+            count += n
+        if count == 0:
+            raise ValueError("train_dataloader() yielded no batches")
+        return float(total) / count
+
+    def evaluate(self, model: nn.Module, loader) -> float:
+        """Mean loss per example over ``loader`` in eval mode without gradients; NaN if there is no data."""
+        if loader is None:
+            return math.nan
+        was_training = model.training
+        model.eval()
+        total, count = torch.zeros((), device=self.device), 0
+        with torch.no_grad():
+            for batch in loader:
+                batch = self.prepare_batch(batch)
+                n = _batch_size(batch[-1])
+                total += self.compute_loss(model, batch) * n
+                count += n
+        model.train(was_training)
+        return float(total) / count if count else math.nan
+
+    def fit(self, model: nn.Module, data) -> dict[str, list]:
+        """Train ``model`` on ``data`` for ``max_epochs`` epochs and return the history (D2L 3.4)."""
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        if not callable(getattr(data, "train_dataloader", None)):
+            raise TypeError(f"data must have a train_dataloader() method (val_dataloader() is optional), got {data!r}")
+        start = time.perf_counter()
+        if self.seed is not None:
+            random.seed(self.seed)
+            torch.manual_seed(self.seed)
+        model.to(self.device)
+        train_loader = data.train_dataloader()
+        val_loader = data.val_dataloader() if callable(getattr(data, "val_dataloader", None)) else None
+        if any(is_lazy(p) for p in model.parameters()):  # LazyLinear & co. get their sizes from a first batch
+            first = next(iter(train_loader), None)
+            if first is None:
+                raise ValueError("train_dataloader() yielded no batches")
+            with torch.no_grad():
+                model(*self.prepare_batch(first)[:-1])
+        self.optim = self.configure_optimizer(model)
+        self.history = history = {"epoch": [], "train_loss": [], "val_loss": [], "seconds": []}
+        bar = tqdm(range(1, self.max_epochs + 1), desc="training", unit="epoch", disable=not self.progress)
+        for epoch in bar:
+            train_loss = self.fit_epoch(model, train_loader)
+            val_loss = self.evaluate(model, val_loader)
+            history["epoch"].append(epoch)
+            history["train_loss"].append(train_loss)
+            history["val_loss"].append(val_loss)
+            history["seconds"].append(time.perf_counter() - start)
+            bar.set_postfix(train_loss=f"{train_loss:.4g}", val_loss=f"{val_loss:.4g}")
+        bar.close()
+        return history
+
+    def plot(self, ax=None):
+        """Draw the training and validation loss against the epoch; returns the axes."""
+        from qkv.plotting import plot
+
+        if not self.history["epoch"]:
+            raise RuntimeError("nothing to plot yet: call fit(model, data) first")
+        curves, legend = [self.history["train_loss"]], ["train_loss"]
+        if any(math.isfinite(v) for v in self.history["val_loss"]):
+            curves.append(self.history["val_loss"])
+            legend.append("val_loss")
+        return plot(self.history["epoch"], curves, xlabel="epoch", ylabel="loss", legend=legend, axes=ax)

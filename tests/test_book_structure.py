@@ -1,0 +1,87 @@
+"""The conventions every section notebook follows, so the assembler, nbgrader and the grader can rely on them."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from autograder import assemble
+from autograder import notebooks as nbs
+
+SECTIONS = nbs.sections()
+IDS = [s.slug for s in SECTIONS]
+
+
+def test_toc_lists_every_page_and_only_existing_ones():
+    listed = {f"{name}.md" for name in nbs.toc_files()}
+    on_disk = {f"book/{p.name}" for p in nbs.BOOK.glob("*.md")}
+    assert listed == on_disk, (
+        f"in the toc but missing: {listed - on_disk}; on disk but not in the toc: {on_disk - listed}"
+    )
+    assert [s.slug for s in SECTIONS][:1] == ["queries-keys-values"], "sections follow D2L's order, 11.1 first"
+
+
+@pytest.mark.parametrize("section", SECTIONS, ids=IDS)
+def test_cells_follow_the_nbgrader_conventions(section):
+    nb = nbs.read(section.path)
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    setup = code[0]
+    assert nbs.grade_id(setup) == "setup" and nbs.role(setup) == "locked", "the first code cell is the locked setup"
+    assert "from qkv import checks" in setup.source, "the setup cell imports qkv.checks before any student code"
+    ids = [nbs.grade_id(c) for c in nb.cells if nbs.role(c) != "plain"]
+    assert len(ids) == len(set(ids)), f"duplicate grade_ids: {sorted(i for i in ids if ids.count(i) > 1)}"
+    stubs = [c for c in nb.cells if nbs.role(c) == "stub"]
+    tests = {nbs.grade_id(c): c for c in nb.cells if nbs.role(c) == "test"}
+    assert stubs, "a section has at least one graded stub"
+    for cell in nb.cells:
+        meta = nbs.nbgrader_meta(cell)
+        if meta:
+            assert meta.get("schema_version") == 3, f"{meta.get('grade_id')}: nbgrader schema_version 3"
+            if meta.get("grade"):
+                assert meta.get("points", 0) > 0, f"{meta['grade_id']}: a graded cell has points"
+    for stub in stubs:
+        grade = nbs.grade_id(stub)
+        assert "BEGIN SOLUTION" not in stub.source
+        regions = nbs.stub_regions(stub.source)
+        assert regions, f"{grade}: the stub is exactly '# YOUR CODE HERE' then 'raise NotImplementedError()'"
+        assert stub.source.count("NotImplementedError") == len(regions), f"{grade}: a stray NotImplementedError"
+        assert f"test_{grade}" in tests, f"stub {grade} has no test cell test_{grade}"
+    for grade, cell in tests.items():
+        assert nbs.nbgrader_meta(cell).get("locked"), f"{grade}: test cells are locked"
+        first = cell.source.splitlines()[0]
+        assert first.startswith("# Checks: "), f"{grade}: a test cell says what it checks in its first line"
+    for cell in nb.cells:
+        if nbs.role(cell) == "answer":
+            assert cell.source.strip() == "YOUR ANSWER HERE", (
+                f"{nbs.grade_id(cell)}: an answer cell is nbgrader's prompt"
+            )
+
+
+@pytest.mark.parametrize("section", SECTIONS, ids=IDS)
+def test_section_reads_as_a_chapter(section):
+    text = section.path.read_text()
+    title = re.search(r"^# (11\.\d|Lab)", text, re.M)
+    assert title, "the title carries the D2L section number"
+    for heading in ("## At a glance", "## Summary", "## Discussion"):
+        assert heading in text, f"missing '{heading}'"
+    assert "After this section you can" in text
+    assert "$$" in text, "the idea is given as an equation"
+
+
+@pytest.mark.parametrize("section", SECTIONS, ids=IDS)
+def test_solutions_hidden_tests_and_mutants_match_the_stubs(section):
+    nb = nbs.read(section.path)
+    answers = assemble.solutions_module(section.slug)
+    stubs = {nbs.grade_id(c): c for c in nb.cells if nbs.role(c) == "stub"}
+    tests = {nbs.grade_id(c) for c in nb.cells if nbs.role(c) == "test"}
+    for grade, cell in stubs.items():
+        solved = assemble.fill_stubs(cell.source, grade, answers, markers=False)
+        assert "NotImplementedError" not in solved
+        compile(solved, grade, "exec")
+    module = assemble.module_name(section.slug)
+    hidden = {p.stem for p in (assemble.HIDDEN / module).glob("*.py")}
+    assert hidden == tests, f"hidden tests without a test cell: {hidden - tests}; test cells without: {tests - hidden}"
+    mutants = {p.name for p in (assemble.MUTANTS / module).iterdir() if p.is_dir()}
+    assert mutants == set(stubs), f"mutant folders {mutants} should be one per stub {set(stubs)}"
