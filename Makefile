@@ -52,3 +52,7 @@ clean:
 
 release: $(STAMP)
 	$(BIN)/python -m autograder.course
+
+grade: $(STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR|ZIP  (nbgrader layout STUDENT/ASSIGNMENT/NOTEBOOK.ipynb)"; exit 2; }
+	$(BIN)/python -m autograder.grade "$(SUBMISSIONS)" --jobs $(JOBS)
