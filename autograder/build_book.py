@@ -71,9 +71,9 @@ def stage(edition: str, dest: Path) -> list[Path]:
     return written
 
 
-def build(edition: str, strict: bool = False) -> Path:
-    """Stage and build ``edition``; return the folder of the HTML site."""
-    out = ROOT / "_build" / edition
+def build(edition: str, strict: bool = False, out: Path | None = None, quiet: bool = False) -> Path:
+    """Stage and build ``edition`` under ``out`` (default ``_build/<edition>``); return the folder of the HTML site."""
+    out = out or ROOT / "_build" / edition
     src = out / "src"
     t0 = time.perf_counter()
     written = stage(edition, src)
@@ -85,7 +85,7 @@ def build(edition: str, strict: bool = False) -> Path:
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(src), "--path-output", str(out)]
     if strict:
         cmd += ["-W", "-n", "--keep-going"]
-    result = subprocess.run(cmd, env=env)
+    result = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL if quiet else None)
     if result.returncode:
         raise SystemExit(f"[book] jupyter-book failed with exit code {result.returncode}; see the log above")
     html = out / "_build" / "html"
