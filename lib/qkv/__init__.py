@@ -39,8 +39,19 @@ D2L   topic                            module
 11.8  the Vision Transformer           :mod:`qkv.vit`
 11.9  large-scale pretraining          :mod:`qkv.pretraining`
 --    data, training, BLEU, timing     :mod:`qkv.data`, :mod:`qkv.training`,
-                                       :mod:`qkv.bleu`, :mod:`qkv.timing`
+                                       :mod:`qkv.bleu`, :mod:`qkv.timing`,
+                                       :mod:`qkv.translate`
+--    the notebooks' tests, figures    :mod:`qkv.checks`, :mod:`qkv.figures`,
+      and interactive explorers        :mod:`qkv.widgets`
 ====  ===============================  ==================================
+
+Data
+----
+Loaders look for each file in ``data_dir=``, then ``$QKV_DATA_DIR``, then (for
+Fashion-MNIST) Debian's ``/usr/share/datasets/fashion-mnist``, then the cache
+``$QKV_CACHE_DIR`` (default ``~/.cache/qkv``), and only then download it from
+its public source, checking a pinned checksum; ``QKV_OFFLINE=1`` forbids the
+download (the tests set it).
 """
 
 __version__ = "0.1.0"
