@@ -165,6 +165,13 @@ def forbid_reference(student_fn, *references: tuple[types.ModuleType, str]):
     """
     originals = {(m, n): getattr(m, n) for m, n in references}
     targets = list(originals.values())
+    if any(student_fn is t for t in targets):
+        _fail(
+            "your answer is the course's reference implementation itself",
+            "your own code",
+            f"{getattr(student_fn, '__qualname__', student_fn)!r} imported from qkv",
+            "write the computation yourself; the reference in qkv is there to read, not to call",
+        )
     for fn in _functions_of(student_fn):
         for ref_name, value in _referenced(fn):
             if any(value is t for t in targets):

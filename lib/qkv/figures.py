@@ -83,8 +83,8 @@ def attention_pooling_glance(x_train=(0.5, 1.3, 2.0, 2.6, 3.4, 4.2), x_query=2.3
     xs = [i / 100 for i in range(0, 501)]
     ax_top.plot(xs, [math.exp(-(((x - x_query) / sigma) ** 2) / 2) for x in xs], color="#2c7fb8")
     ax_top.axvline(x_query, color="#c0392b", ls="--", lw=1)
-    ax_top.text(x_query, 1.08, "query x", color="#c0392b", ha="center", fontsize=9)
-    ax_top.set_ylim(0, 1.25)
+    ax_top.text(x_query + 0.08, 1.12, "query x", color="#c0392b", ha="left", fontsize=9)
+    ax_top.set_ylim(0, 1.35)
     ax_top.set_ylabel("kernel")
     raw = [math.exp(-(((x - x_query) / sigma) ** 2) / 2) for x in x_train]
     alphas = [r / sum(raw) for r in raw]
