@@ -65,9 +65,12 @@ def stage(edition: str, dest: Path) -> list[Path]:
                 shutil.copyfile(src, target)
         if changed:
             written.append(target)
-    static = dest / "_static" / "mathjax"
+    # MathJax goes to _vendor/ (html_static_path in _config.yml), not _static/: Jupyter Book adds every .js
+    # file under a source _static/ folder to every page, which would load all of MathJax's components at once.
+    static = dest / "_vendor" / "mathjax"
     if not (static / "tex-chtml-full.js").exists():
         shutil.copytree(mathjax_dir(), static, dirs_exist_ok=True)
+    shutil.rmtree(dest / "_static" / "mathjax", ignore_errors=True)
     return written
 
 
