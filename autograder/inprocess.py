@@ -12,6 +12,7 @@ test cell of stub ``G`` has grade_id ``test_G``; hidden tests live in
 
 from __future__ import annotations
 
+import functools
 import os
 import traceback
 from dataclasses import dataclass, field
@@ -41,6 +42,12 @@ class TestOutcome:
 class Run:
     tests: dict[str, TestOutcome] = field(default_factory=dict)
     demo_errors: dict[int, str] = field(default_factory=dict)
+
+
+@functools.lru_cache(maxsize=32)
+def _notebook(path: str, mtime: float):
+    """The parsed section notebook (parsing MyST is slow; the cache is keyed by modification time)."""
+    return nbs.read(path)
 
 
 def _exec(source: str, namespace: dict, label: str) -> str | None:
@@ -73,7 +80,8 @@ def run_section(
     os.environ.setdefault("MPLBACKEND", "Agg")
     answers = answers or {}
     solutions = assemble.solutions_module(slug)
-    nb = nbs.read(nbs.BOOK / f"{slug}.md")
+    path = nbs.BOOK / f"{slug}.md"
+    nb = _notebook(str(path), path.stat().st_mtime)
     namespace: dict = {"__name__": "__main__"}
     run = Run()
     for index, cell in enumerate(nb.cells):

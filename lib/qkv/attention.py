@@ -88,7 +88,7 @@ def valid_mask(valid_lens: torch.Tensor | None, shape: torch.Size, device=None) 
 
 
 def masked_softmax(X: torch.Tensor, valid_lens: torch.Tensor | None = None) -> torch.Tensor:
-    """Softmax over the last axis of ``X`` that gives zero weight to masked keys (D2L 11.3.1).
+    """Softmax over the last axis of ``X`` that gives zero weight to masked keys (D2L 11.3.2.1).
 
     Args:
         X: scores of shape (B, Q, K).
@@ -113,7 +113,7 @@ def masked_softmax(X: torch.Tensor, valid_lens: torch.Tensor | None = None) -> t
 
 
 class DotProductAttention(nn.Module):
-    """Scaled dot-product attention (D2L 11.3.2).
+    """Scaled dot-product attention (D2L 11.3.3).
 
     ``softmax(Q K^T / sqrt(d)) V``, with masking by ``valid_lens`` and dropout
     on the attention weights. The weights of the last call are kept in
@@ -148,7 +148,7 @@ def _linear(in_features: int | None, out_features: int, bias: bool) -> nn.Module
 
 
 class AdditiveAttention(nn.Module):
-    """Additive attention, for queries and keys of different sizes (D2L 11.3.3).
+    """Additive attention, for queries and keys of different sizes (D2L 11.3.4).
 
     ``a(q, k) = w_v^T tanh(W_q q + W_k k)`` with ``W_q`` (num_hiddens x d_q),
     ``W_k`` (num_hiddens x d_k) and ``w_v`` (num_hiddens), none with a bias.

@@ -165,6 +165,14 @@ def forbid_reference(student_fn, *references: tuple[types.ModuleType, str]):
     """
     originals = {(m, n): getattr(m, n) for m, n in references}
     targets = list(originals.values())
+    reference_classes = [t for t in targets if inspect.isclass(t)]
+    if inspect.isclass(student_fn) and any(k is t for k in student_fn.__mro__ for t in reference_classes):
+        _fail(
+            "your answer subclasses the course's reference implementation",
+            "your own code",
+            f"a subclass of qkv's {reference_classes[0].__qualname__}",
+            "write the class yourself, starting from nn.Module",
+        )
     if any(student_fn is t for t in targets):
         _fail(
             "your answer is the course's reference implementation itself",

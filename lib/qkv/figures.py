@@ -105,7 +105,7 @@ def scoring_glance():
     fig, ax = _canvas((8.5, 2.2), (0, 17), (0, 4))
     steps = [
         ("1. score", r"$a(\mathbf{q}, \mathbf{k}_i)$" + "\n" + r"$\mathbf{q}^\top\mathbf{k}_i/\sqrt{d}$", "#cfe3ff"),
-        ("2. mask", "padded keys\n" + r"$\to -\infty$", "#ffe2b8"),
+        ("2. mask", "padded keys get\na score so negative\nthat exp(score) = 0", "#ffe2b8"),
         ("3. softmax", r"$\alpha_i = \frac{\exp a_i}{\sum_j \exp a_j}$", "#fdd"),
         ("4. weighted sum", r"$\sum_i \alpha_i \mathbf{v}_i$", "#d5f2d0"),
     ]

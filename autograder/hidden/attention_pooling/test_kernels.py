@@ -1,4 +1,3 @@
-# ruff: noqa: F821 (runs in the notebook's namespace, after the visible tests)
 # Hidden: float64 and 2-D inputs, the window's edge |u| = 1 exactly, just inside and outside it, far tails;
 # references from math, point by point; each kernel must be the student's own function.
 import math as _math

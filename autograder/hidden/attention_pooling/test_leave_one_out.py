@@ -1,4 +1,3 @@
-# ruff: noqa: F821 (runs in the notebook's namespace, after the visible tests)
 # Hidden: float64 noisy data with unsorted candidate widths and two kernels, references from refitting without
 # each point in plain Python; a tie, which the first width must win; the answer must not call qkv's versions.
 import math as _math

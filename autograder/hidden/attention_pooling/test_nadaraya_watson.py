@@ -1,4 +1,3 @@
-# ruff: noqa: F821 (runs in the notebook's namespace, after the visible tests)
 # Hidden: float64, unsorted keys, other sizes and widths, three kernels, a single query; references from
 # explicit loops over queries and keys in plain Python. The answer must not call qkv's estimator.
 import math as _math

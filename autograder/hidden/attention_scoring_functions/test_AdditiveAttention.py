@@ -2,11 +2,11 @@
 # our own weights copied in, lengths per example and per query, references by explicit loops; no biases; in training
 # mode dropout acts on the weights; the class is the student's own, not (a subclass of) the reference.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
-# ruff: noqa: F821
 import math as _math
 
-import qkv.attention as _qa
 import torch as _torch
+
+import qkv.attention as _qa
 
 _T = checks.trusted
 _f64 = _T.float64
@@ -40,23 +40,34 @@ def _check_dropout_on_weights(layer, queries, equal_keys, p):
     _T.manual_seed(1139)
     out = layer(queries, equal_keys, values)
     checks.check_shape(out, (1, 64, 1), "output in training mode (hidden, 64 queries, 3 equal keys)")
-    checks.check_close(layer.attention_weights, _T.ones(1, 64, 3, dtype=_f64) / 3,
-                       "attention_weights in training mode, with 3 equal keys", atol=1e-12, rtol=0,
-                       hint="store the weights as they are before dropout")
+    checks.check_close(
+        layer.attention_weights,
+        _T.ones(1, 64, 3, dtype=_f64) / 3,
+        "attention_weights in training mode, with 3 equal keys",
+        atol=1e-12,
+        rtol=0,
+        hint="store the weights as they are before dropout",
+    )
     allowed = [(a + 10 * b + 100 * c) / (3 * (1 - p)) for a in (0, 1) for b in (0, 1) for c in (0, 1)]
     got = [row[0] for row in out[0].tolist()]
-    checks.check_true(all(min(abs(g - x) for x in allowed) < 1e-9 for g in got),
-                      "in training mode, each output is the values weighted by dropped-out weights (w / (1 - p) or 0)",
-                      hint="apply self.dropout (nn.Dropout) to the attention weights, then multiply by the values")
-    checks.check_true(len({round(g, 6) for g in got}) > 2,
-                      "in training mode, dropout zeroes single weights, not whole outputs",
-                      hint="apply self.dropout to the attention weights, not to the output")
+    checks.check_true(
+        all(min(abs(g - x) for x in allowed) < 1e-9 for g in got),
+        "in training mode, each output is the values weighted by dropped-out weights (w / (1 - p) or 0)",
+        hint="apply self.dropout (nn.Dropout) to the attention weights, then multiply by the values",
+    )
+    checks.check_true(
+        len({round(g, 6) for g in got}) > 2,
+        "in training mode, dropout zeroes single weights, not whole outputs",
+        hint="apply self.dropout to the attention weights, not to the output",
+    )
     layer.eval()
 
 
-checks.check_true(not any(c is _qa.DotProductAttention or c is _qa.AdditiveAttention
-                          for c in AdditiveAttention.__mro__),
-                  "AdditiveAttention is a class of your own", hint="write the module; do not reuse qkv's class")
+checks.check_true(
+    not any(c is _qa.DotProductAttention or c is _qa.AdditiveAttention for c in AdditiveAttention.__mro__),
+    "AdditiveAttention is a class of your own",
+    hint="write the module; do not reuse qkv's class",
+)
 _g = _T.Generator().manual_seed(1134)
 _q = _T.randn(2, 3, 4, generator=_g, dtype=_f64)
 _k = _T.randn(2, 5, 3, generator=_g, dtype=_f64)
@@ -84,15 +95,24 @@ with checks.forbid_reference(AdditiveAttention, (_qa, "DotProductAttention"), (_
     _layer.double()
     with _torch.no_grad():
         for _lin, _w, _nm in [(_layer.W_q, _Wq, "W_q"), (_layer.W_k, _Wk, "W_k"), (_layer.w_v, _wv, "w_v")]:
-            checks.check_shape(_lin.weight, tuple(_w.shape), f"{_nm}.weight (hidden, h = 7, d_q = 4, d_k = 3)",
-                               hint="W_q maps d_q to num_hiddens, W_k maps d_k to num_hiddens, w_v maps num_hiddens to 1")
+            checks.check_shape(
+                _lin.weight.detach(),
+                tuple(_w.shape),
+                f"{_nm}.weight (hidden, h = 7, d_q = 4, d_k = 3)",
+                hint="W_q: d_q -> num_hiddens, W_k: d_k -> num_hiddens, w_v: num_hiddens -> 1",
+            )
             checks.check_true(_lin.bias is None, f"{_nm} has no bias", hint="pass bias=False to nn.LazyLinear")
             _lin.weight.copy_(_w)
     for _name, _arg, _lens in _cases:
         _out = _layer(_q, _k, _v, _arg)
         _W, _O = _attend_ref(_q.tolist(), _k.tolist(), _v.tolist(), _lens, _additive)
-        checks.check_close(_layer.attention_weights, _T.tensor(_W, dtype=_f64),
-                           f"attention_weights (hidden, float64, {_name})", atol=1e-12, rtol=0,
-                           hint="score with w_v(tanh(W_q(q) + W_k(k))) for every query-key pair, then mask")
+        checks.check_close(
+            _layer.attention_weights,
+            _T.tensor(_W, dtype=_f64),
+            f"attention_weights (hidden, float64, {_name})",
+            atol=1e-12,
+            rtol=0,
+            hint="score with w_v(tanh(W_q(q) + W_k(k))) for every query-key pair, then mask",
+        )
         checks.check_close(_out, _T.tensor(_O, dtype=_f64), f"output (hidden, float64, {_name})", atol=1e-12, rtol=0)
     _check_dropout_on_weights(_layer, _T.randn(1, 64, 4, generator=_g, dtype=_f64), _T.zeros(1, 3, 3, dtype=_f64), 0.2)

@@ -2,7 +2,6 @@
 # references from explicit squared distances, softmax(-||q - k||^2 / (2 sqrt(d))); in training mode dropout acts on the
 # weights.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
-# ruff: noqa: F821
 import math as _math
 
 _T = checks.trusted
@@ -37,17 +36,26 @@ def _check_dropout_on_weights(layer, queries, equal_keys, p):
     _T.manual_seed(1139)
     out = layer(queries, equal_keys, values)
     checks.check_shape(out, (1, 64, 1), "output in training mode (hidden, 64 queries, 3 equal keys)")
-    checks.check_close(layer.attention_weights, _T.ones(1, 64, 3, dtype=_f64) / 3,
-                       "attention_weights in training mode, with 3 equal keys", atol=1e-12, rtol=0,
-                       hint="store the weights as they are before dropout")
+    checks.check_close(
+        layer.attention_weights,
+        _T.ones(1, 64, 3, dtype=_f64) / 3,
+        "attention_weights in training mode, with 3 equal keys",
+        atol=1e-12,
+        rtol=0,
+        hint="store the weights as they are before dropout",
+    )
     allowed = [(a + 10 * b + 100 * c) / (3 * (1 - p)) for a in (0, 1) for b in (0, 1) for c in (0, 1)]
     got = [row[0] for row in out[0].tolist()]
-    checks.check_true(all(min(abs(g - x) for x in allowed) < 1e-9 for g in got),
-                      "in training mode, each output is the values weighted by dropped-out weights (w / (1 - p) or 0)",
-                      hint="apply self.dropout (nn.Dropout) to the attention weights, then multiply by the values")
-    checks.check_true(len({round(g, 6) for g in got}) > 2,
-                      "in training mode, dropout zeroes single weights, not whole outputs",
-                      hint="apply self.dropout to the attention weights, not to the output")
+    checks.check_true(
+        all(min(abs(g - x) for x in allowed) < 1e-9 for g in got),
+        "in training mode, each output is the values weighted by dropped-out weights (w / (1 - p) or 0)",
+        hint="apply self.dropout (nn.Dropout) to the attention weights, then multiply by the values",
+    )
+    checks.check_true(
+        len({round(g, 6) for g in got}) > 2,
+        "in training mode, dropout zeroes single weights, not whole outputs",
+        hint="apply self.dropout to the attention weights, not to the output",
+    )
     layer.eval()
 
 
@@ -69,10 +77,15 @@ _layer.eval()
 for _name, _arg, _lens in _cases:
     _out = _layer(_q, _k, _v, _arg)
     _W, _O = _attend_ref(_q.tolist(), _k.tolist(), _v.tolist(), _lens, _distance)
-    checks.check_close(_layer.attention_weights, _T.tensor(_W, dtype=_f64),
-                       f"attention_weights (hidden, float64, d = 3, {_name})", atol=1e-12, rtol=0,
-                       hint="scores (q.k - ||k||^2 / 2) / sqrt(d) with d = queries.shape[-1], masked with "
-                            "ref.masked_softmax")
+    checks.check_close(
+        _layer.attention_weights,
+        _T.tensor(_W, dtype=_f64),
+        f"attention_weights (hidden, float64, d = 3, {_name})",
+        atol=1e-12,
+        rtol=0,
+        hint="scores (q.k - ||k||^2 / 2) / sqrt(d) with d = queries.shape[-1], masked with ref.masked_softmax",
+    )
     checks.check_close(_out, _T.tensor(_O, dtype=_f64), f"output (hidden, float64, {_name})", atol=1e-12, rtol=0)
-_check_dropout_on_weights(DistanceAttention(0.5), _T.randn(1, 64, 2, generator=_g, dtype=_f64),
-                          _T.zeros(1, 3, 2, dtype=_f64), 0.5)
+_check_dropout_on_weights(
+    DistanceAttention(0.5), _T.randn(1, 64, 2, generator=_g, dtype=_f64), _T.zeros(1, 3, 2, dtype=_f64), 0.5
+)

@@ -1,7 +1,6 @@
 # Hidden: float64, d = 5 and v = 3, no mask, lengths per example and per query, references by explicit loops; in
 # training mode dropout acts on the weights; the class is the student's own, not (a subclass of) the reference.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
-# ruff: noqa: F821
 import math as _math
 
 import qkv.attention as _qa

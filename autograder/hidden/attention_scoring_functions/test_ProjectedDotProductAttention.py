@@ -1,7 +1,6 @@
 # Hidden: float64, query size 3 and key size 5 (so scaling by the wrong size shows), our projection copied in, no
 # mask, lengths per example and per query, references by explicit loops; in training mode dropout acts on the weights.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
-# ruff: noqa: F821
 import math as _math
 
 import torch as _torch
@@ -38,17 +37,26 @@ def _check_dropout_on_weights(layer, queries, equal_keys, p):
     _T.manual_seed(1139)
     out = layer(queries, equal_keys, values)
     checks.check_shape(out, (1, 64, 1), "output in training mode (hidden, 64 queries, 3 equal keys)")
-    checks.check_close(layer.attention_weights, _T.ones(1, 64, 3, dtype=_f64) / 3,
-                       "attention_weights in training mode, with 3 equal keys", atol=1e-12, rtol=0,
-                       hint="store the weights as they are before dropout")
+    checks.check_close(
+        layer.attention_weights,
+        _T.ones(1, 64, 3, dtype=_f64) / 3,
+        "attention_weights in training mode, with 3 equal keys",
+        atol=1e-12,
+        rtol=0,
+        hint="store the weights as they are before dropout",
+    )
     allowed = [(a + 10 * b + 100 * c) / (3 * (1 - p)) for a in (0, 1) for b in (0, 1) for c in (0, 1)]
     got = [row[0] for row in out[0].tolist()]
-    checks.check_true(all(min(abs(g - x) for x in allowed) < 1e-9 for g in got),
-                      "in training mode, each output is the values weighted by dropped-out weights (w / (1 - p) or 0)",
-                      hint="apply self.dropout (nn.Dropout) to the attention weights, then multiply by the values")
-    checks.check_true(len({round(g, 6) for g in got}) > 2,
-                      "in training mode, dropout zeroes single weights, not whole outputs",
-                      hint="apply self.dropout to the attention weights, not to the output")
+    checks.check_true(
+        all(min(abs(g - x) for x in allowed) < 1e-9 for g in got),
+        "in training mode, each output is the values weighted by dropped-out weights (w / (1 - p) or 0)",
+        hint="apply self.dropout (nn.Dropout) to the attention weights, then multiply by the values",
+    )
+    checks.check_true(
+        len({round(g, 6) for g in got}) > 2,
+        "in training mode, dropout zeroes single weights, not whole outputs",
+        hint="apply self.dropout to the attention weights, not to the output",
+    )
     layer.eval()
 
 
@@ -73,17 +81,26 @@ _cases = [
 _layer = ProjectedDotProductAttention(query_size=3, key_size=5, dropout=0.3)
 _layer.double()
 _layer.eval()
-checks.check_shape(_layer.W_q.weight, (5, 3), "W_q.weight (hidden, query_size = 3, key_size = 5)",
-                   hint="nn.Linear(query_size, key_size, bias=False)")
+checks.check_shape(
+    _layer.W_q.weight.detach(),
+    (5, 3),
+    "W_q.weight (hidden, query_size = 3, key_size = 5)",
+    hint="nn.Linear(query_size, key_size, bias=False)",
+)
 checks.check_true(_layer.W_q.bias is None, "W_q has no bias", hint="pass bias=False to nn.Linear")
 with _torch.no_grad():
     _layer.W_q.weight.copy_(_P)
 for _name, _arg, _lens in _cases:
     _out = _layer(_q, _k, _v, _arg)
     _W, _O = _attend_ref(_q.tolist(), _k.tolist(), _v.tolist(), _lens, _projected)
-    checks.check_close(_layer.attention_weights, _T.tensor(_W, dtype=_f64),
-                       f"attention_weights (hidden, float64, d_q = 3, d_k = 5, {_name})", atol=1e-12, rtol=0,
-                       hint="project the queries with W_q, scale by sqrt(key_size), mask with ref.masked_softmax")
+    checks.check_close(
+        _layer.attention_weights,
+        _T.tensor(_W, dtype=_f64),
+        f"attention_weights (hidden, float64, d_q = 3, d_k = 5, {_name})",
+        atol=1e-12,
+        rtol=0,
+        hint="project the queries with W_q, scale by sqrt(key_size), mask with ref.masked_softmax",
+    )
     checks.check_close(_out, _T.tensor(_O, dtype=_f64), f"output (hidden, float64, {_name})", atol=1e-12, rtol=0)
 _dropper = ProjectedDotProductAttention(query_size=2, key_size=2, dropout=0.5)
 _dropper.double()

@@ -2,7 +2,6 @@
 # scores past the lengths, which must not matter; None; the caller's scores left unchanged; no call to the reference.
 # References by explicit loops over rows.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
-# ruff: noqa: F821
 import math as _math
 
 import qkv.attention as _qa

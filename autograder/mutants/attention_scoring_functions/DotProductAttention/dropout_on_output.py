@@ -1,0 +1,20 @@
+"""Mistake: dropout is applied to the output instead of the weights (the same in evaluation mode: passes the
+visible test)."""
+
+import math
+
+import torch
+from torch import nn
+
+from qkv import attention as ref
+
+
+class DotProductAttention(nn.Module):
+    def __init__(self, dropout):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+        self.attention_weights = ref.masked_softmax(scores, valid_lens)
+        return self.dropout(torch.bmm(self.attention_weights, values))
