@@ -70,7 +70,7 @@ def stage(edition: str, dest: Path) -> list[Path]:
     static = dest / "_vendor" / "mathjax"
     if not (static / "tex-chtml-full.js").exists():
         shutil.copytree(mathjax_dir(), static, dirs_exist_ok=True)
-    shutil.rmtree(dest / "_static" / "mathjax", ignore_errors=True)
+    shutil.rmtree(dest / "_static", ignore_errors=True)  # it only ever held MathJax; even an empty one breaks pages
     return written
 
 

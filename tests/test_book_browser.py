@@ -1,0 +1,439 @@
+"""The student edition of the book, read as a reader sees it: built once, served on 127.0.0.1, opened in Chromium.
+
+Every page of the table of contents must load with no console error, no failed request and no request that
+leaves the book (the book reads offline); its equations must be typeset; each section must show the figures
+its executed notebook drew; the sidebar must reach every page; the download and launch buttons must be
+there; and no answer from ``solutions/`` and no hidden test may appear anywhere in the student edition.
+A full-page screenshot of each page is kept under ``_build/screenshots/student/`` for review.
+"""
+
+from __future__ import annotations
+
+import html as htmllib
+import json
+import re
+import textwrap
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urldefrag, urlsplit
+
+import pytest
+import yaml
+
+from autograder import assemble, browser
+from autograder import notebooks as nbs
+
+pytestmark = pytest.mark.browser
+
+ROOT = nbs.ROOT
+PAGES = nbs.toc_files()  # "book/intro", ... in reading order
+SECTIONS = {f"book/{s.slug}": s for s in nbs.sections()}  # the graded sections
+NOTEBOOK_PAGES = [name for name in PAGES if nbs.is_notebook_source(ROOT / f"{name}.md")]
+SCREENSHOTS = ROOT / "_build" / "screenshots" / "student"
+GLANCE_SECTION = "at-a-glance"  # the id Sphinx gives the "## At a glance" heading's section
+SITE_TEXT_SUFFIXES = (".html", ".ipynb", ".md", ".txt", ".js")  # what a reader can read or download
+MIN_NEEDLE = 16  # answer lines shorter than this (``return x``) are not distinctive
+
+# Collected in the page once it has settled: figures, mathematics, visible text, sidebar and header buttons.
+_COLLECT_JS = """() => {
+  const article = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+  const sectionsOf = el => {  // the ids of the sections that hold el, innermost first
+    const ids = [];
+    for (let s = el.closest('section[id]'); s; s = s.parentElement && s.parentElement.closest('section[id]')) {
+      ids.push(s.id);
+    }
+    return ids;
+  };
+  const images = [...article.querySelectorAll('img')].map(img => ({
+    src: img.getAttribute('src'), width: img.naturalWidth, complete: img.complete, sections: sectionsOf(img)}));
+  const svgs = [...article.querySelectorAll('.cell_output svg')].map(svg => ({
+    src: 'inline svg', width: svg.getBoundingClientRect().width, complete: true, sections: sectionsOf(svg)}));
+  const untypeset = [...document.querySelectorAll('.math')].filter(m => !m.querySelector('mjx-container'))
+    .map(m => m.textContent.trim().slice(0, 120));
+  const mathErrors = [...document.querySelectorAll('mjx-merror')]
+    .map(e => e.getAttribute('data-mjx-error') || e.textContent);
+  const code = [...document.querySelectorAll('pre, code')];
+  const display = code.map(el => el.style.display);
+  code.forEach(el => { el.style.display = 'none'; });
+  const prose = document.body.innerText;  // the visible text, code blocks left out
+  code.forEach((el, i) => { el.style.display = display[i]; });
+  return {
+    title: (article.querySelector('h1') || {textContent: ''}).textContent.replace(/#$/, '').trim(),
+    figures: images.concat(svgs),
+    mathElements: document.querySelectorAll('.math').length,
+    typeset: document.querySelectorAll('mjx-container').length,
+    untypeset, mathErrors,
+    bodyText: document.body.innerText, prose,
+    sidebar: [...document.querySelectorAll('nav.bd-docs-nav a[href]')].map(a => ({
+      href: a.href, text: a.textContent.trim(), visible: a.getClientRects().length > 0})),
+    mathjaxScripts: [...document.scripts].filter(s => /mathjax/i.test(s.src)).map(s => s.getAttribute('src')),
+    downloads: [...document.querySelectorAll('.dropdown-download-buttons a[href]')].map(a => a.href),
+    launches: [...document.querySelectorAll('.dropdown-launch-buttons a[href]')].map(a => a.href),
+  };
+}"""
+# TeX a reader should never see: display or inline delimiters, environments, commands, and $...$ spans holding a
+# TeX command, a superscript or a subscript (plain dollar amounts hold none of those).
+RAW_TEX = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\\begin\{|\\[A-Za-z]+|\$[^$\s][^$\n]{0,200}?[\\^_][^$\n]*?\$")
+
+
+@dataclass
+class PageReport:
+    name: str  # the toc name, e.g. "book/intro"
+    visit: browser.Visit
+    info: dict
+    screenshot: Path
+
+
+def _html_path(name: str) -> str:
+    return f"{name}.html"
+
+
+def _page_name(url: str, base_url: str) -> str | None:
+    """The toc name of a served URL ("http://127.0.0.1:8000/book/intro.html#x" -> "book/intro"), else None."""
+    url = urldefrag(url)[0]
+    if not url.startswith(base_url) or not url.endswith(".html"):
+        return None
+    return url[len(base_url) : -len(".html")]
+
+
+# --- fixtures ---------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def student_html() -> Path:
+    """The student edition's HTML, built (incrementally) unless the last build is up to date."""
+    try:
+        return browser.built_book("student")
+    except SystemExit as err:
+        pytest.fail(f"the student edition did not build: {err}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """One headless Chromium for the session (Playwright allows one sync driver per thread)."""
+    if not browser.CHROMIUM.exists():
+        pytest.skip(f"{browser.CHROMIUM} is missing: install Debian's chromium to read the book in a browser")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chrome = browser.launch(playwright)
+        yield chrome
+        chrome.close()
+
+
+@pytest.fixture(scope="session")
+def reader(chromium, student_html):
+    with browser.Reader(student_html, browser=chromium) as reader:
+        yield reader
+
+
+@pytest.fixture(scope="session")
+def pages(reader):
+    """A function from a toc name to its PageReport: each page is opened once (lazily), inspected, photographed."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    cache: dict[str, PageReport] = {}
+
+    def report(name: str) -> PageReport:
+        if name not in cache:
+            page, visit = reader.open(_html_path(name))
+            try:
+                info = page.evaluate(_COLLECT_JS)
+                shot = SCREENSHOTS / f"{Path(name).name}.png"
+                page.screenshot(path=str(shot), full_page=True)
+            finally:
+                page.context.close()
+            cache[name] = PageReport(name, visit, info, shot)
+        return cache[name]
+
+    return report
+
+
+@pytest.fixture(scope="session")
+def executed(student_html):
+    """The executed student-edition notebook of a section (from Jupyter Book's execution cache), by toc name."""
+    from jupyter_cache import get_cache
+
+    out = student_html.parent.parent  # _build/student
+    cache = get_cache(out / "_build" / ".jupyter_cache")
+
+    def notebook(name: str):
+        staged = nbs.read(out / "src" / f"{name}.md")
+        try:
+            return cache.merge_match_into_notebook(staged)[1]
+        except KeyError:
+            pytest.fail(f"{name}: no executed notebook in {cache.path}; rebuild the book (make book)", pytrace=False)
+
+    return notebook
+
+
+# --- every page loads cleanly -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_loads_from_the_book_alone_without_errors(pages, name):
+    report = pages(name)
+    scripts = report.info["mathjaxScripts"]
+    assert len(scripts) <= 1, (
+        f"{name}.html loads {len(scripts)} MathJax scripts ({scripts[:4]}...): when the staged source has a _static/ "
+        "folder (even an empty one), Jupyter Book adds every .js file under html_static_path to every page; stage "
+        "MathJax under _vendor/ and leave no _static/ folder in _build/<edition>/src"
+    )
+    problems = report.visit.problems()
+    assert not problems, f"{name}.html (screenshot {report.screenshot}):\n  " + "\n  ".join(problems)
+    assert report.info["title"], f"{name}.html has no title (h1): is the page empty?"
+
+
+# --- equations ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_equations_are_typeset(pages, name):
+    info = pages(name).info
+    if name in SECTIONS:
+        assert info["mathElements"] > 0, f"{name}: a section gives its idea as equations, but the page has no math"
+    if info["mathElements"]:
+        assert pages(name).visit.mathjax == "typeset", f"{name}: MathJax did not run ({pages(name).visit.mathjax})"
+    assert not info["untypeset"], f"{name}: math left as raw TeX by MathJax: {info['untypeset'][:5]}"
+    assert not info["mathErrors"], f"{name}: MathJax could not typeset: {info['mathErrors'][:5]}"
+    assert info["typeset"] >= info["mathElements"], (
+        f"{name}: {info['mathElements']} equations, {info['typeset']} typeset"
+    )
+    for label, text in (("visible text", info["prose"]), ("document.body.innerText", info["bodyText"])):
+        hits = [m for m in RAW_TEX.finditer(text) if label == "visible text" or m.group() in ("$$", "\\(")]
+        shown = [text[max(0, m.start() - 40) : m.end() + 40].replace("\n", " ") for m in hits[:5]]
+        assert not hits, f"{name}: raw TeX in the {label} (outside code), e.g. {shown}"
+
+
+# --- figures -----------------------------------------------------------------------------------------------------
+
+
+def _figure_cells(nb) -> list[int]:
+    """Indices of the code cells whose outputs hold an image, except outputs the book removes."""
+    out = []
+    for i, cell in enumerate(nb.cells):
+        tags = cell.metadata.get("tags", [])
+        if cell.cell_type != "code" or {"remove-output", "remove-cell"} & set(tags):
+            continue
+        if any(k.startswith("image/") for o in cell.get("outputs", []) for k in o.get("data", {})):
+            out.append(i)
+    return out
+
+
+@pytest.mark.parametrize("name", list(SECTIONS))
+def test_each_section_shows_its_figures(pages, executed, name):
+    nb = executed(name)
+    expected = _figure_cells(nb)
+    glance = next(
+        (i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and "## At a glance" in c.source), None
+    )
+    assert glance is not None, f"{name}: no '## At a glance' heading"
+    glance_cell = next((i for i in range(glance + 1, len(nb.cells)) if nb.cells[i].cell_type == "code"), None)
+    assert glance_cell in expected, f"{name}: the code cell under 'At a glance' drew no figure when executed"
+
+    figures = pages(name).info["figures"]
+    broken = [f["src"] for f in figures if not f["complete"] or f["width"] <= 0]
+    assert not broken, f"{name}: figures that did not load: {broken}"
+    assert len(figures) >= len(expected), (
+        f"{name}: the executed notebook drew {len(expected)} figures (cells {expected}) but the page shows "
+        f"{len(figures)}: {[f['src'] for f in figures]}"
+    )
+    assert any(GLANCE_SECTION in f["sections"] for f in figures), f"{name}: no figure under 'At a glance' on the page"
+
+
+# --- navigation --------------------------------------------------------------------------------------------------
+
+
+def test_sidebar_reaches_every_page_from_the_root(reader, pages):
+    page, visit = reader.open("index.html", arrive_at=_html_path(PAGES[0]))
+    try:
+        sidebar = page.evaluate(_COLLECT_JS)["sidebar"]
+    finally:
+        page.context.close()
+    assert visit.status == 200 and not visit.problems(), f"index.html: {visit.problems()}"
+    hidden = [link["text"] for link in sidebar if not link["visible"]]
+    assert not hidden, f"sidebar links on the root page that a reader cannot see: {hidden}"
+
+    reached, queue = {PAGES[0]}, [PAGES[0]]
+    links = {PAGES[0]: sidebar}
+    while queue:
+        current = queue.pop(0)
+        for link in links.get(current) or pages(current).info["sidebar"]:
+            target = _page_name(link["href"], reader.base_url)
+            if target and target not in reached:
+                reached.add(target)
+                queue.append(target)
+    missing = [name for name in PAGES if name not in reached]
+    assert not missing, f"toc pages the sidebar never links to (starting from {PAGES[0]}): {missing}"
+    strays = sorted(reached - set(PAGES))
+    assert not strays, f"sidebar links to pages outside the table of contents: {strays}"
+
+
+# --- download and launch buttons ---------------------------------------------------------------------------------
+
+
+def _launch_urls() -> dict[str, str]:
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())["launch_buttons"]
+    return {key: config[key] for key in ("binderhub_url", "jupyterhub_url", "colab_url") if config.get(key)}
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_download_and_launch_buttons(reader, pages, name):
+    info = pages(name).info
+    downloads = {Path(urlsplit(url).path).suffix: url for url in info["downloads"]}
+    wanted = [".ipynb", ".md"] if name in NOTEBOOK_PAGES else [".md"]
+    assert set(wanted) <= set(downloads), f"{name}: download buttons {sorted(downloads)}, expected {wanted}"
+    for suffix in wanted:
+        assert reader.is_local(downloads[suffix]), f"{name}: the {suffix} download is not in the book"
+        with urllib.request.urlopen(downloads[suffix], timeout=10) as response:  # served by the test's own server
+            assert response.status == 200, f"{name}: {downloads[suffix]} answers {response.status}"
+            body = response.read().decode("utf-8")
+        if suffix == ".ipynb":
+            assert json.loads(body)["cells"], f"{name}: the downloaded notebook has no cells"
+        assert body.strip(), f"{name}: the {suffix} download is empty"
+    if name in NOTEBOOK_PAGES:
+        expected = _launch_urls()
+        assert set(expected) == {"binderhub_url", "jupyterhub_url", "colab_url"}, "_config.yml names all three"
+        for key, base in expected.items():
+            assert any(url.startswith(base.rstrip("/")) for url in info["launches"]), (
+                f"{name}: no launch button for {key} ({base}); launch links: {info['launches']}"
+            )
+
+
+# --- screenshots ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_screenshot_is_kept_for_review(pages, name):
+    shot = pages(name).screenshot
+    assert shot.exists() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"no PNG screenshot at {shot}"
+    width, height = int.from_bytes(shot.read_bytes()[16:20], "big"), int.from_bytes(shot.read_bytes()[20:24], "big")
+    assert width >= 1000 and height >= 600, f"{shot}: {width}x{height} is not a full page"
+
+
+# --- no solution text ----------------------------------------------------------------------------------------------
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _site_text(html_dir: Path) -> dict[str, str]:
+    """The text a reader can get from each file of the site (tags stripped, notebooks' JSON decoded), by path."""
+    out = {}
+    for path in sorted(html_dir.rglob("*")):
+        rel = path.relative_to(html_dir).as_posix()
+        if not path.is_file() or rel.startswith("_static/") or path.suffix not in SITE_TEXT_SUFFIXES:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if path.suffix == ".html":
+            text = htmllib.unescape(re.sub(r"<[^>]+>", "", text))
+        elif path.suffix == ".ipynb":
+            nb = json.loads(text)
+            parts = []
+            for cell in nb.get("cells", []):
+                parts.append("".join(cell.get("source", [])))
+                for output in cell.get("outputs", []):
+                    parts.append("".join(output.get("text", [])))
+                    parts += ["".join(v) if isinstance(v, list) else str(v) for v in output.get("data", {}).values()]
+            text = "\n".join(parts)
+        out[rel] = _normal(text)
+    return out
+
+
+def _needles(text: str, public: str) -> set[str]:
+    """Distinctive lines of ``text`` (and their code without a trailing comment) that the public book lacks."""
+    out = set()
+    for line in text.splitlines():
+        candidates = {_normal(line), _normal(line.split("  #", 1)[0])}
+        for candidate in candidates:
+            if len(candidate) >= MIN_NEEDLE and re.search(r"[A-Za-z_]{3}", candidate) and candidate not in public:
+                out.add(candidate)
+    return out
+
+
+def _answer_bodies(section) -> dict[str, str]:
+    """What the assembler would put into each stub of ``section``, by grade_id."""
+    nb = nbs.read(section.path)
+    answers = assemble.solutions_module(section.slug)
+    bodies = {}
+    for cell in nb.cells:
+        if nbs.role(cell) == "stub":
+            grade = nbs.grade_id(cell)
+            filled = assemble.fill_stubs(cell.source, grade, answers, markers=True)
+            pattern = re.escape(assemble.BEGIN_SOLUTION) + r"\n(.*?)\n\s*" + re.escape(assemble.END_SOLUTION)
+            bodies[grade] = "\n".join(textwrap.dedent(m) for m in re.findall(pattern, filled, re.S))
+    return bodies
+
+
+@pytest.fixture(scope="session")
+def site_text(student_html) -> dict[str, str]:
+    return _site_text(student_html)
+
+
+@pytest.mark.parametrize("name", list(SECTIONS))
+def test_no_solution_or_hidden_test_text_in_the_student_edition(site_text, name):
+    section = SECTIONS[name]
+    site = site_text
+    public = _normal("\n".join(p.read_text(encoding="utf-8") for p in nbs.BOOK.glob("*.md")))
+
+    # The matcher sees highlighted code: each stub's own definition line is found on its page.
+    page_text = site[_html_path(name)]
+    for cell in nbs.read(section.path).cells:
+        if nbs.role(cell) == "stub":
+            signature = next((line for line in cell.source.splitlines() if re.match(r"\s*(def|class) ", line)), None)
+            if signature is not None:
+                assert _normal(signature) in page_text, f"{name}: the stub line {signature!r} is not on its page"
+
+    bodies = _answer_bodies(section)
+    assert bodies, f"{name}: a graded section has stubs to answer"
+    secret = {f"the answer to {grade}": _needles(body, public) for grade, body in bodies.items()}
+    hidden_dir = assemble.HIDDEN / assemble.module_name(section.slug)
+    for path in sorted(hidden_dir.glob("*.py")):
+        secret[f"the hidden tests {path.relative_to(ROOT)}"] = _needles(path.read_text(encoding="utf-8"), public)
+    vacuous = [what for what, needles in secret.items() if not needles]
+    assert not vacuous, f"{name}: nothing distinctive to look for (every line is short or in book/): {vacuous}"
+
+    leaks = [
+        f"{what}: {needle!r} in {rel}"
+        for what, needles in secret.items()
+        for needle in sorted(needles)
+        for rel, text in site.items()
+        if needle in text
+    ]
+    assert not leaks, f"{name}: solution text in the student edition:\n  " + "\n  ".join(leaks[:20])
+
+
+# --- the reader itself: what it reports on a page that does everything wrong --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_site(chromium, tmp_path_factory):
+    """A two-page site: one clean page, and one that calls a CDN, misses an image, logs an error and throws."""
+    site = tmp_path_factory.mktemp("site")
+    (site / "clean.html").write_text("<html><body><h1>Clean</h1><p>Nothing wrong here.</p></body></html>")
+    (site / "broken.html").write_text(
+        "<html><head><script src='https://cdn.example.org/lib.js'></script></head><body><h1>Broken</h1>"
+        "<img src='missing.png'><script>console.error('boom'); throw new Error('kaput');</script></body></html>"
+    )
+    with browser.Reader(site, browser=chromium) as reader:
+        yield reader
+
+
+def test_reader_reports_nothing_on_a_clean_page(tiny_site):
+    page, visit = tiny_site.open("clean.html")
+    page.context.close()
+    assert tiny_site.base_url.startswith("http://127.0.0.1:")
+    assert visit.status == 200 and visit.problems() == [], visit.problems()
+
+
+def test_reader_blocks_and_reports_everything_a_broken_page_does(tiny_site):
+    page, visit = tiny_site.open("broken.html")
+    page.context.close()
+    assert visit.blocked_requests == ["https://cdn.example.org/lib.js"]
+    assert [r for r in visit.bad_responses if r.endswith("/missing.png")] and visit.bad_responses[0].startswith("404")
+    assert any("boom" in e for e in visit.console_errors), visit.console_errors
+    assert any("kaput" in e for e in visit.page_errors), visit.page_errors
+    problems = "\n".join(visit.problems())
+    for expected in ("cdn.example.org", "missing.png", "boom", "kaput"):
+        assert expected in problems, f"{expected!r} not in the report:\n{problems}"
