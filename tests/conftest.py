@@ -32,3 +32,18 @@ def isolated_data_env(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("QKV_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("QKV_OFFLINE", "1")
     return tmp_path / "cache"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_thread_per_worker():
+    """Under pytest-xdist each worker takes one core: torch's intra-op threads would otherwise oversubscribe the
+    machine (two workers x two threads on two cores makes small models ten times slower)."""
+    import torch
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        previous = torch.get_num_threads()
+        torch.set_num_threads(1)
+        yield
+        torch.set_num_threads(previous)
+    else:
+        yield
