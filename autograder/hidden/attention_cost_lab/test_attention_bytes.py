@@ -1,0 +1,39 @@
+# Hidden: float16 (2 bytes), values of another size, batches, fused and materialised; references in plain Python;
+# the answer may not call qkv's own count.
+import qkv.timing as _timing
+
+
+def _reference(n_q, n_k, d, d_v, batch, s, materialize):
+    parts = {
+        "queries": s * batch * n_q * d,
+        "keys": s * batch * n_k * d,
+        "values": s * batch * n_k * d_v,
+        "output": s * batch * n_q * d_v,
+        "scores_and_weights": 4 * s * batch * n_q * n_k if materialize else 0,
+    }
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+with checks.forbid_reference(attention_bytes, (_timing, "attention_bytes")):
+    for _args in [
+        (5, 7, 3, 2, 1, 2, True),
+        (5, 7, 3, 2, 1, 2, False),
+        (4, 9, 8, 16, 3, 4, True),
+        (1, 1, 1, 1, 1, 8, True),
+        (32768, 32768, 64, 64, 8, 2, True),
+    ]:
+        _n_q, _n_k, _d, _d_v, _b, _s, _m = _args
+        _got = attention_bytes(_n_q, _n_k, _d, d_v=_d_v, batch=_b, dtype_bytes=_s, materialize=_m)
+        checks.check_true(type(_got) is dict, "attention_bytes returns a dict")
+        for _key, _value in _reference(*_args).items():
+            checks.check_scalar(
+                _got.get(_key),
+                _value,
+                f"attention_bytes(n_q={_n_q}, n_k={_n_k}, d={_d}, d_v={_d_v}, batch={_b}, dtype_bytes={_s}, "
+                f"materialize={_m})[{_key!r}]",
+                atol=0.5,
+                hint="multiply by dtype_bytes and the batch; values and output have size d_v",
+            )
+    _got = attention_bytes(3, 5, 4, batch=2, dtype_bytes=2)  # d_v defaults to d
+    checks.check_scalar(_got.get("values"), 2 * 2 * 5 * 4, "values when d_v is None", atol=0)

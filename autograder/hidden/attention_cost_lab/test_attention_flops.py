@@ -1,0 +1,27 @@
+# Hidden: values of another size than the keys, batches, sizes whose counts overflow 32-bit integers; references
+# written out in plain Python; the answer may not call qkv's own count.
+import qkv.timing as _timing
+
+
+def _reference(n_q, n_k, d, d_v, batch):
+    pairs = batch * n_q * n_k
+    parts = {"scores": 2 * pairs * d, "scale": pairs, "softmax": 5 * pairs, "weighted_sum": 2 * pairs * d_v}
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+with checks.forbid_reference(attention_flops, (_timing, "attention_flops")):
+    for _args in [(5, 7, 3, 2, 1), (4, 4, 8, 16, 3), (1, 9, 1, 1, 2), (65536, 65536, 128, 128, 8)]:
+        _n_q, _n_k, _d, _d_v, _b = _args
+        _got = attention_flops(_n_q, _n_k, _d, d_v=_d_v, batch=_b)
+        checks.check_true(type(_got) is dict, "attention_flops returns a dict")
+        for _key, _value in _reference(*_args).items():
+            checks.check_scalar(
+                _got.get(_key),
+                _value,
+                f"attention_flops(n_q={_n_q}, n_k={_n_k}, d={_d}, d_v={_d_v}, batch={_b})[{_key!r}]",
+                atol=0.5,
+                hint="use d_v for the weighted sum, multiply everything by the batch, and count with Python ints",
+            )
+    _got = attention_flops(6, 10, 5, batch=2)  # d_v defaults to d
+    checks.check_scalar(_got.get("weighted_sum"), 2 * 2 * 6 * 10 * 5, "weighted_sum when d_v is None", atol=0)

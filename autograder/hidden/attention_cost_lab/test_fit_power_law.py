@@ -1,0 +1,48 @@
+# Hidden: noisy data against the least-squares formula written out in plain Python; negative and fractional
+# exponents, two points, tuples and NumPy arrays; a ValueError when the sizes cannot give a slope. The answer may
+# not call qkv's own fit.
+import math as _math
+import random as _random
+
+import numpy as _np
+
+import qkv.timing as _timing
+
+
+def _reference(ns, ts):
+    xs, ys = [_math.log(n) for n in ns], [_math.log(t) for t in ts]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    k = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return _math.exp(my - k * mx), k
+
+
+def _check(ns, ts, what):
+    _c_ref, _k_ref = _reference(list(ns), list(ts))
+    _got = fit_power_law(ns, ts)
+    checks.check_true(len(_got) == 2, f"fit_power_law returns the pair (c, k) ({what})")
+    _c, _k = _got
+    checks.check_scalar(_k, _k_ref, f"k ({what})", atol=1e-9, hint="the least-squares slope over ALL the points")
+    checks.check_scalar(_c, _c_ref, f"c ({what})", atol=1e-9 * abs(_c_ref), hint="c = exp(mean(y) - k * mean(x))")
+
+
+_rng = _random.Random(1104)
+with checks.forbid_reference(fit_power_law, (_timing, "fit_power_law")):
+    _ns = [100, 200, 400, 800, 1600, 3200]
+    _ts = [2e-5 * n**2 * _math.exp(_rng.gauss(0, 0.2)) for n in _ns]
+    _check(_ns, _ts, "noisy quadratic data")
+    _ns = [3, 10, 30, 100, 300]
+    _ts = [7.0 * n**-0.5 * _math.exp(_rng.gauss(0, 0.1)) for n in _ns]
+    _check(tuple(_ns), tuple(_ts), "noisy data, k = -0.5, tuples")
+    _ns = _np.array([50.0, 75.0, 160.0, 900.0])
+    _check(_ns, 0.25 * _ns**1.5, "an exact law with k = 1.5, NumPy arrays")
+    _check([10, 1000], [4.0, 0.04], "two points")
+    try:
+        fit_power_law([64, 64, 64], [1.0, 2.0, 3.0])
+    except ValueError:
+        pass
+    else:
+        checks.check_true(
+            False,
+            "fit_power_law([64, 64, 64], ...) raises a ValueError: all sizes are equal",
+            hint="with one size only there is no slope; raise ValueError with a clear message",
+        )

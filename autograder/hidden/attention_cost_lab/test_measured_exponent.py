@@ -1,0 +1,70 @@
+# Hidden: our own quadratic attention, timed by the CPU time of one thread (so that other programs on the grading
+# machine cannot move the exponent), must give 1.5 < k < 2.8 (the median of three sweeps, so that one unlucky sweep
+# cannot fail a correct answer); a linear-time function must give k < 1.5. The inputs must be self-attention inputs of
+# shape (batch, n, d) with batch = 2, the given clock must be used, and the times must be in ms.
+import time as _time
+
+import qkv.costlab as _costlab
+
+_T = checks.trusted
+_ns, _d, _b = [64, 128, 256, 512], 64, 2
+_shapes, _reads = [], [0]
+
+
+def _clock():
+    _reads[0] += 1
+    return _time.thread_time()
+
+
+def _quadratic(q, k, v):
+    _shapes.append((tuple(q.shape), tuple(k.shape), tuple(v.shape)))
+    return _T.bmm(_T.softmax(_T.bmm(q, k.transpose(1, 2)), dim=-1), v)  # (B, T, d) @ (B, d, T) @ (B, T, d)
+
+
+def _linear(q, k, v):
+    return q + v  # (B, T, d): linear in T
+
+
+_threads = torch.get_num_threads()
+torch.set_num_threads(1)
+try:
+    with checks.forbid_reference(measured_exponent, (_costlab, "run_sweep")):
+        _runs = [measured_exponent(_quadratic, _ns, d=_d, batch=_b, warmup=1, repeats=7, clock=_clock) for _ in "abc"]
+        _k_linear, _ = measured_exponent(_linear, _ns, d=_d, batch=_b, warmup=1, repeats=7, clock=_time.thread_time)
+    _ref = []
+    _x = _T.randn(_b, _ns[-1], _d)
+    for _ in range(6):
+        _t0 = _time.thread_time()
+        _T.bmm(_T.softmax(_T.bmm(_x, _x.transpose(1, 2)), dim=-1), _x)
+        _ref.append((_time.thread_time() - _t0) * 1e3)
+    _ref = sorted(_ref)[3]
+finally:
+    torch.set_num_threads(_threads)
+_k, _times = sorted((float(_r[0]), _r[1]) for _r in _runs)[1]  # the median exponent, with its times
+
+checks.check_true(
+    1.5 < _k < 2.8,
+    f"the exponent measured on a quadratic attention over n = {_ns}, {_k:.2f}, is near 2 (the median of three sweeps)",
+    hint="time attention on (batch, n, d) inputs for every n, and fit the medians against ns (not the reverse)",
+)
+checks.check_true(
+    float(_k_linear) < 1.5,
+    f"the exponent measured on a linear-time function, {float(_k_linear):.2f}, is below 1.5",
+    hint="measure the function you are given: do not return a fixed exponent",
+)
+checks.check_true(
+    set(_shapes) == {((_b, n, _d),) * 3 for n in _ns},
+    "attention is called with queries, keys and values of shape (batch, n, d) for every n",
+    hint=f"expected the shapes {[(_b, n, _d) for n in _ns]}; got {sorted(set(_shapes))[:6]}",
+)
+checks.check_true(
+    _reads[0] >= 6 * len(_ns),
+    "the clock passed in is the one that times the calls",
+    hint="pass clock=clock on to timing.benchmark",
+)
+checks.check_true(type(_times) is list and len(_times) == len(_ns), "times_ms has one median per n")
+checks.check_true(
+    0.1 < float(_times[-1]) / _ref < 10,
+    f"the time at n = {_ns[-1]} is in milliseconds: {float(_times[-1]):.4g} against our {_ref:.4g} ms",
+    hint="return timing.benchmark's median_ms unchanged",
+)

@@ -1,0 +1,17 @@
+"""Mistake: times with the default wall clock whatever clock it is given, so on a busy machine other programs'
+time is counted (passes the visible test on an idle machine; the hidden test notices that its clock is never read)."""
+
+import time
+
+import torch
+
+from qkv import timing
+
+
+def measured_exponent(attention, ns, d=64, batch=1, device="cpu", warmup=1, repeats=5, clock=time.perf_counter):
+    times_ms = []
+    for n in ns:
+        queries, keys, values = (torch.randn(batch, n, d, device=device) for _ in range(3))
+        t = timing.benchmark(attention, queries, keys, values, warmup=warmup, repeats=repeats, device=device)
+        times_ms.append(t.median_ms)
+    return timing.fit_power_law(ns, times_ms)[1], times_ms
