@@ -11,7 +11,8 @@ One source for every piece (DESIGN.md):
   not written twice. A region outside any function is filled from the
   module's ``CELLS[grade_id]`` string.
 * ``autograder/hidden/<module>/<grade_id>.py`` holds the hidden tests of the
-  test cell ``grade_id``, as plain Python.
+  test cell ``grade_id``, as plain Python; an optional ``_common.py`` beside
+  them holds reference helpers that several of them share.
 * ``autograder/mutants/<module>/<stub grade_id>/<name>.py`` holds known-wrong
   answers, each written as a student would write the whole stub cell, with a
   docstring that names the mistake it models.
@@ -158,8 +159,14 @@ def fill_stubs(source: str, grade: str, answers: ModuleType, markers: bool) -> s
 
 
 def hidden_tests(slug: str, grade: str) -> str | None:
-    path = HIDDEN / module_name(slug) / f"{grade}.py"
-    return path.read_text(encoding="utf-8").strip("\n") if path.exists() else None
+    """The hidden tests of test cell ``grade``, preceded by the section's ``_common.py`` (reference helpers
+    shared by several hidden tests) when there is one, so each hidden block runs on its own in its cell."""
+    folder = HIDDEN / module_name(slug)
+    path = folder / f"{grade}.py"
+    if not path.exists():
+        return None
+    parts = [p.read_text(encoding="utf-8").strip("\n") for p in (folder / "_common.py", path) if p.exists()]
+    return "\n\n".join(parts)
 
 
 def solved(

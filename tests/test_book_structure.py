@@ -81,7 +81,7 @@ def test_solutions_hidden_tests_and_mutants_match_the_stubs(section):
         assert "NotImplementedError" not in solved
         compile(solved, grade, "exec")
     module = assemble.module_name(section.slug)
-    hidden = {p.stem for p in (assemble.HIDDEN / module).glob("*.py")}
+    hidden = {p.stem for p in (assemble.HIDDEN / module).glob("*.py") if not p.name.startswith("_")}
     assert hidden == tests, f"hidden tests without a test cell: {hidden - tests}; test cells without: {tests - hidden}"
     mutants = {p.name for p in (assemble.MUTANTS / module).iterdir() if p.is_dir()}
     assert mutants == set(stubs), f"mutant folders {mutants} should be one per stub {set(stubs)}"
