@@ -54,5 +54,5 @@ release: $(STAMP)
 	$(BIN)/python -m autograder.course
 
 grade: $(STAMP)
-	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR|ZIP  (nbgrader layout STUDENT/ASSIGNMENT/NOTEBOOK.ipynb)"; exit 2; }
-	$(BIN)/python -m autograder.grade "$(SUBMISSIONS)" --jobs $(JOBS)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR|ZIP [GRADE_ARGS='--jobs 4 --deadline 300']  (nbgrader layout STUDENT/ASSIGNMENT/NOTEBOOK.ipynb)" >&2; exit 2; }
+	$(BIN)/python -m autograder.grade "$(SUBMISSIONS)" $(GRADE_ARGS)

@@ -1,0 +1,492 @@
+"""A corpus of bad submissions, built from a section's solved notebook, that the grader must survive.
+
+:func:`solved_notebook` is what a perfect student hands in: the instructor's
+release notebook with every stub answered from ``solutions/`` (and a sentence
+in every written answer). :func:`build` writes a class in nbgrader's layout,
+``DEST/STUDENT/ASSIGNMENT/NOTEBOOK.ipynb``, one student per :class:`Case`:
+each is the solved notebook with one thing broken, and says what the grader
+must conclude (status, points per auto-graded exercise, text its outputs must
+show). The cases are written for section 11.1 (``queries-keys-values``):
+exercises ``attention_pooling`` (3 points), ``sharp_similarity`` (2) and
+``averaging_similarity`` (1), whose tests are ``test_<exercise>``; note that
+the tests of the last two call the student's ``attention_pooling``.
+
+:func:`with_answer`, :func:`mutant_source` and :func:`solved_notebook` also
+serve the grading benchmark, for any section.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import fcntl
+import hashlib
+import json
+import shutil
+import tempfile
+import textwrap
+from pathlib import Path
+
+import nbformat
+
+from autograder import assemble
+from autograder import notebooks as nbs
+
+SLUG = "queries-keys-values"
+WRITTEN_ANSWER = "A short answer in my own words."
+CACHE = nbs.ROOT / "_build" / "grading-course-cache"
+
+
+def run_once(folder: Path, produce):
+    """``produce(folder)`` once, however many processes ask (pytest-xdist workers share ``folder``):
+    the first one runs it, the others wait and get the same JSON-serialisable value."""
+    folder.mkdir(parents=True, exist_ok=True)
+    done = folder / "result.json"
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            value = json.dumps(produce(folder))
+            done.write_text(value)
+    return json.loads(done.read_text())
+
+
+def _inputs(slugs) -> list[Path]:
+    """The files a course for ``slugs`` is built from (a change to any of them means a new build)."""
+    grader = nbs.ROOT / "autograder"
+    files = [grader / "nbgrader_config.py", grader / "assemble.py", grader / "course.py", grader / "notebooks.py"]
+    for slug in slugs:
+        module = assemble.module_name(slug)
+        files += [nbs.BOOK / f"{slug}.md", assemble.SOLUTIONS / f"{module}.py"]
+        files += sorted((assemble.HIDDEN / module).glob("*.py"))
+    return files
+
+
+def course_template(slugs=(SLUG,), cache: Path = CACHE) -> Path:
+    """A built nbgrader course (sources, release, gradebook) holding only the sections ``slugs``.
+
+    Built with :func:`autograder.course.release` once per content of its inputs and kept under
+    ``_build/``; copy it (``shutil.copytree``) before grading into it. Safe to call from several
+    processes at once (pytest-xdist workers).
+    """
+    from autograder import course as course_module
+
+    digest = hashlib.sha256()
+    for path in _inputs(slugs):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    target = cache / f"{'+'.join(slugs)}-{digest.hexdigest()[:16]}"
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (target / "gradebook.db").exists():
+            sections = [s for s in nbs.sections() if s.slug in slugs]
+            if len(sections) != len(slugs):
+                raise ValueError(f"unknown sections {slugs}: the book has {[s.slug for s in nbs.sections()]}")
+            build = Path(tempfile.mkdtemp(prefix="build-", dir=cache))
+            course_module.release(build, sections)
+            if target.exists():
+                shutil.rmtree(target)
+            build.rename(target)
+    return target
+
+
+def solved_notebook(release_path: Path, slug: str) -> nbformat.NotebookNode:
+    """The release notebook with every stub answered (the reference solutions) and every written answer filled."""
+    nb = nbformat.read(release_path, as_version=4)
+    answers = assemble.solutions_module(slug)
+    for cell in nb.cells:
+        if nbs.role(cell) == "stub":
+            cell.source = assemble.fill_stubs(cell.source, nbs.grade_id(cell), answers, markers=False)
+        elif nbs.role(cell) == "answer":
+            cell.source = WRITTEN_ANSWER
+    return nb
+
+
+def find_cell(nb, grade_id: str):
+    """The first cell of ``nb`` with nbgrader grade_id ``grade_id``."""
+    return next(c for c in nb.cells if nbs.grade_id(c) == grade_id)
+
+
+def with_answer(nb, grade_id: str, source: str) -> nbformat.NotebookNode:
+    """A copy of ``nb`` whose cell ``grade_id`` holds ``source``."""
+    out = copy.deepcopy(nb)
+    find_cell(out, grade_id).source = source
+    return out
+
+
+def mutant_source(slug: str, grade_id: str, name: str) -> str:
+    """The known-wrong answer ``autograder/mutants/<module>/<grade_id>/<name>.py``, as a whole stub cell."""
+    return (assemble.MUTANTS / assemble.module_name(slug) / grade_id / f"{name}.py").read_text(encoding="utf-8")
+
+
+def mutants(slug: str) -> dict[str, list[str]]:
+    """Every mutant of a section: stub grade_id -> mutant names."""
+    root = assemble.MUTANTS / assemble.module_name(slug)
+    return {d.name: sorted(p.stem for p in d.glob("*.py")) for d in sorted(root.iterdir()) if d.is_dir()}
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One student of the corpus and what grading them must give.
+
+    ``points`` gives the expected points of every auto-graded exercise (test
+    grade_id); ``shows`` maps a grade_id to text that must appear in that
+    cell's outputs in the autograded notebook (or must not, for ``hides``).
+    """
+
+    student: str
+    status: str
+    points: dict[str, float]
+    what: str
+    shows: dict[str, str] = dataclasses.field(default_factory=dict)
+    hides: dict[str, str] = dataclasses.field(default_factory=dict)
+    reason: str = ""  # text the result's reason must contain
+
+
+FULL = {"test_attention_pooling": 3.0, "test_sharp_similarity": 2.0, "test_averaging_similarity": 1.0}
+
+
+def _points(**zeroed) -> dict[str, float]:
+    """Full marks except the named tests, which get the given points."""
+    return {**FULL, **{f"test_{k}": float(v) for k, v in zeroed.items()}}
+
+
+def _before(code: str, nb, grade_id: str) -> nbformat.NotebookNode:
+    """``nb`` with ``code`` run at the top of answer cell ``grade_id`` (whose answer stays right)."""
+    return with_answer(nb, grade_id, textwrap.dedent(code).strip() + "\n\n" + find_cell(nb, grade_id).source)
+
+
+def _write(dest: Path, student: str, content, name: str = f"{SLUG}.ipynb") -> None:
+    path = dest / student / SLUG / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif isinstance(content, str):
+        path.write_text(content, encoding="utf-8")
+    else:
+        nbformat.write(content, str(path))
+
+
+def good_cases() -> list[Case]:
+    """The two students who answer everything right (graded alone, they must get what they get in the crowd)."""
+    return [
+        Case("good", "graded", dict(FULL), "the reference solution"),
+        Case("good_too", "graded", dict(FULL), "another right answer, written differently"),
+    ]
+
+
+def build(dest: Path, course: Path, repo: Path = nbs.ROOT, only_good: bool = False) -> list[Case]:
+    """Write the corpus under ``dest`` for the course at ``course``; returns its cases.
+
+    The secret paths the attacks aim at are absolute paths of this machine:
+    the instructor's source notebook and gradebook in ``course``, the hidden
+    tests and solutions in ``repo``, and other students' files in ``dest``.
+    """
+    dest, course, repo = Path(dest), Path(course), Path(repo)
+    release = course / "release" / SLUG / f"{SLUG}.ipynb"
+    solved = solved_notebook(release, SLUG)
+    cases: list[Case] = []
+
+    def add(case: Case, content) -> None:
+        _write(dest, case.student, content)
+        cases.append(case)
+
+    add(good_cases()[0], solved)
+    other = with_answer(
+        solved,
+        "averaging_similarity",
+        "def averaging_similarity(queries, keys):\n"
+        "    return keys.new_full((len(queries), len(keys)), 7.0)  # any constant will do\n",
+    )
+    add(good_cases()[1], other)
+    if only_good:
+        return cases
+
+    m = lambda gid, name: mutant_source(SLUG, gid, name)  # noqa: E731
+    add(
+        Case("partly_wrong", "graded", _points(sharp_similarity=0), "a known mistake in sharp_similarity"),
+        with_answer(solved, "sharp_similarity", m("sharp_similarity", "positive_sign")),
+    )
+    add(
+        Case(
+            "infinite_loop",
+            "timeout",
+            _points(averaging_similarity=0),
+            "an infinite loop in the last exercise: the earlier tests still count",
+            reason="deadline",
+        ),
+        _before("while True:\n    pass", solved, "averaging_similarity"),
+    )
+    add(
+        Case(
+            "os_exit",
+            "kernel died",
+            _points(sharp_similarity=0, averaging_similarity=0),
+            "os._exit(1) in the second exercise",
+            reason="exited with status 1",
+        ),
+        _before("import os\nos._exit(1)", solved, "sharp_similarity"),
+    )
+    add(
+        Case(
+            "segfault",
+            "kernel died",
+            _points(attention_pooling=0, sharp_similarity=0, averaging_similarity=0),
+            "a segmentation fault in the first exercise",
+            reason="SIGSEGV",
+        ),
+        _before("import ctypes\nctypes.string_at(0)", solved, "attention_pooling"),
+    )
+    add(
+        Case(
+            "huge_tensor",
+            "graded",
+            _points(averaging_similarity=0),
+            "a 4 GB tensor, over the memory limit",
+            shows={"averaging_similarity": "allocate"},
+        ),
+        _before("_huge = torch.ones(10**9)", solved, "averaging_similarity"),
+    )
+    add(
+        Case(
+            "system_exit",
+            "graded",
+            _points(averaging_similarity=0),
+            "raise SystemExit in an answer cell",
+            shows={"averaging_similarity": "SystemExit"},
+        ),
+        _before("raise SystemExit", solved, "averaging_similarity"),
+    )
+    fork_bomb = """
+        import os, time
+        _forks = 0
+        try:
+            for _ in range(200):  # bounded: even if every limit failed, 200 sleeping processes
+                if os.fork() == 0:
+                    time.sleep(30)
+                    os._exit(0)
+                _forks += 1
+        except OSError as err:
+            print("fork refused:", type(err).__name__)
+        print("forks that succeeded:", _forks)
+    """
+    add(
+        Case(
+            "fork_bomb",
+            "graded",
+            dict(FULL),
+            "a fork bomb (capped at 200 forks)",
+            shows={"averaging_similarity": "forks that succeeded: 0"},
+        ),
+        _before(fork_bomb, solved, "averaging_similarity"),
+    )
+    add(
+        Case(
+            "million_lines", "graded", dict(FULL), "prints 10^6 lines", shows={"sharp_similarity": "output truncated"}
+        ),
+        _before("for _i in range(10**6):\n    print(_i)", solved, "sharp_similarity"),
+    )
+    for student, content, what in (
+        ("invalid_json", '{"cells": [', "invalid JSON"),
+        ("empty_file", b"", "an empty file"),
+        ("not_a_notebook", '{"hello": "world"}', "JSON that is not a notebook"),
+    ):
+        add(
+            Case(
+                student,
+                "invalid notebook",
+                _points(attention_pooling=0, sharp_similarity=0, averaging_similarity=0),
+                what,
+            ),
+            content,
+        )
+    zero = _points(attention_pooling=0, sharp_similarity=0, averaging_similarity=0)
+    cases.append(Case("missing", "missing", zero, "an assignment folder without the notebook", reason="found"))
+    (dest / "missing" / SLUG).mkdir(parents=True, exist_ok=True)
+    cases.append(Case("misnamed", "missing", zero, "the notebook under another name", reason="Untitled.ipynb"))
+    _write(dest, "misnamed", solved, name="Untitled.ipynb")
+
+    deleted = copy.deepcopy(solved)
+    deleted.cells = [c for c in deleted.cells if nbs.grade_id(c) != "sharp_similarity"]
+    add(
+        Case(
+            "deleted_cell",
+            "graded",
+            _points(sharp_similarity=0),
+            "the sharp_similarity answer cell deleted",
+            reason="missing",
+        ),
+        deleted,
+    )
+    duplicated = copy.deepcopy(solved)
+    index = duplicated.cells.index(find_cell(duplicated, "averaging_similarity"))
+    wrong = copy.deepcopy(duplicated.cells[index])
+    wrong.source = m("averaging_similarity", "dot_product")
+    wrong["id"] = "copied-answer"  # Jupyter gives a copied cell a new id but keeps its nbgrader metadata
+    duplicated.cells.insert(index, wrong)  # the first copy is wrong, the second right: the first counts
+    add(
+        Case(
+            "duplicated_cell",
+            "graded",
+            _points(averaging_similarity=0),
+            "averaging_similarity twice, a wrong copy first",
+            reason="appears 2 times",
+        ),
+        duplicated,
+    )
+    retyped = copy.deepcopy(solved)
+    cell = find_cell(retyped, "sharp_similarity")
+    retyped.cells[retyped.cells.index(cell)] = nbformat.v4.new_markdown_cell(cell.source, metadata=cell.metadata)
+    add(
+        Case(
+            "retyped_cell",
+            "graded",
+            _points(sharp_similarity=0),
+            "the sharp_similarity cell made markdown",
+            reason="changed type",
+        ),
+        retyped,
+    )
+    edited = with_answer(solved, "sharp_similarity", m("sharp_similarity", "positive_sign"))
+    find_cell(edited, "test_sharp_similarity").source = "pass"
+    add(
+        Case(
+            "edited_test",
+            "tampered",
+            _points(sharp_similarity=0),
+            "a wrong answer with its test cell replaced by pass",
+            reason="test_sharp_similarity (source changed)",
+        ),
+        edited,
+    )
+    forged = with_answer(solved, "averaging_similarity", m("averaging_similarity", "dot_product"))
+    meta = find_cell(forged, "test_averaging_similarity").metadata.nbgrader
+    meta["points"], meta["checksum"] = 100, "0" * 32
+    find_cell(forged, "test_attention_pooling").metadata.nbgrader["schema_version"] = 99
+    find_cell(forged, "sharp_similarity").metadata.nbgrader["checksum"] = "f" * 32
+    add(
+        Case(
+            "forged_metadata",
+            "tampered",
+            _points(averaging_similarity=0),
+            "forged points, checksum and schema_version",
+            reason="metadata points",
+        ),
+        forged,
+    )
+    kernel = copy.deepcopy(solved)
+    kernel.metadata["kernelspec"] = {"name": "evil", "display_name": "Evil", "language": "python"}
+    add(Case("kernelspec", "graded", dict(FULL), "a changed kernelspec", reason="kernelspec"), kernel)
+
+    secrets = [
+        course / "source" / SLUG / f"{SLUG}.ipynb",
+        course / "gradebook.db",
+        repo / "autograder" / "hidden" / assemble.module_name(SLUG) / "test_attention_pooling.py",
+        repo / "solutions" / f"{assemble.module_name(SLUG)}.py",
+        dest / "good" / SLUG / f"{SLUG}.ipynb",
+    ]
+    reads = f"""
+        _found = []
+        for _path in {json.dumps([str(p) for p in secrets])}:
+            try:
+                with open(_path, "rb") as _fh:
+                    _fh.read(10)
+                _found.append(_path)
+            except OSError:
+                pass
+        print("secrets found:", _found)
+    """
+    add(
+        Case(
+            "reads_secrets",
+            "graded",
+            dict(FULL),
+            "reads the source notebook, gradebook, hidden tests, solutions and another submission by absolute path",
+            shows={"attention_pooling": "secrets found: []"},
+        ),
+        _before(reads, solved, "attention_pooling"),
+    )
+    targets = [
+        course / "gradebook.db",
+        dest / "good" / SLUG / f"{SLUG}.ipynb",
+        course / "autograded" / "good" / SLUG / f"{SLUG}.ipynb",
+        course / "stolen.txt",
+    ]
+    writes = f"""
+        _written = []
+        for _path in {json.dumps([str(p) for p in targets])}:
+            try:
+                with open(_path, "ab") as _fh:
+                    _fh.write(b"owned")
+                _written.append(_path)
+            except OSError:
+                pass
+        print("files written:", _written)
+    """
+    add(
+        Case(
+            "writes_files",
+            "graded",
+            dict(FULL),
+            "writes the gradebook and another student's files",
+            shows={"attention_pooling": "files written: []"},
+        ),
+        _before(writes, solved, "attention_pooling"),
+    )
+    network = """
+        import socket
+        _reached = []
+        for _host in (("1.1.1.1", 80), ("pypi.org", 443), ("127.0.0.1", 22)):
+            try:
+                socket.create_connection(_host, timeout=2).close()
+                _reached.append(_host[0])
+            except OSError:
+                pass
+        print("hosts reached:", _reached)
+    """
+    add(
+        Case(
+            "network",
+            "graded",
+            dict(FULL),
+            "opens network connections",
+            shows={"attention_pooling": "hosts reached: []"},
+        ),
+        _before(network, solved, "attention_pooling"),
+    )
+    thread = """
+        import threading, time
+        threading.Thread(target=time.sleep, args=(10**6,)).start()  # not a daemon: would block a normal exit
+    """
+    add(
+        Case("background_thread", "graded", dict(FULL), "a thread sleeping far past the deadline"),
+        _before(thread, solved, "averaging_similarity"),
+    )
+    always_equal = """
+        class _AlwaysEqual(torch.Tensor):
+            def __eq__(self, other):
+                return True
+
+        def averaging_similarity(queries, keys):
+            return (queries @ keys.T).as_subclass(_AlwaysEqual)  # wrong values that claim to equal anything
+    """
+    add(
+        Case("always_equal", "graded", _points(averaging_similarity=0), "an answer whose == is always True"),
+        with_answer(solved, "averaging_similarity", textwrap.dedent(always_equal)),
+    )
+    patched = """
+        torch.allclose = lambda *args, **kwargs: True
+        torch.Tensor.__eq__ = lambda self, other: True
+        torch.equal = lambda *args, **kwargs: True
+    """
+    add(
+        Case(
+            "patched_allclose",
+            "graded",
+            _points(sharp_similarity=0),
+            "a wrong answer that patches torch.allclose, torch.equal and Tensor.__eq__",
+        ),
+        _before(
+            patched, with_answer(solved, "sharp_similarity", m("sharp_similarity", "positive_sign")), "sharp_similarity"
+        ),
+    )
+    return cases

@@ -1,0 +1,702 @@
+"""Grade a class: ``python -m autograder.grade SUBMISSIONS [--course DIR] [--jobs N] [--out DIR]``.
+
+``SUBMISSIONS`` is a folder in nbgrader's layout, ``STUDENT/ASSIGNMENT/NOTEBOOK.ipynb``
+(or one folder above it), or a ``.zip`` of one. ``--course`` is the nbgrader course
+that ``make release`` builds (``_build/course``: its gradebook and ``release/``).
+
+For every (student, assignment, notebook) there is exactly one result: a score, or
+zero with a reason (``STATUSES``). Nothing a submission holds can stop the batch:
+
+* **Never trust the submitted notebook's structure.** What runs is rebuilt from the
+  instructor's copy (the release notebook, then nbgrader's ``OverwriteCells`` puts
+  the hidden tests back from the gradebook); only the sources of the submission's
+  answer cells (nbgrader ``solution`` cells, matched by grade_id and cell type) are
+  taken. Edited locked cells and forged metadata are ignored and reported.
+* Student code runs in a bubblewrap sandbox (:mod:`autograder.sandbox`), in
+  parallel (``--jobs``), with a progress bar.
+* Only this process writes: nbgrader's gradebook (its ``SaveAutoGrades`` scores the
+  executed notebook, so ``determine_grade`` decides), the autograded notebooks in
+  ``COURSE/autograded/STUDENT/ASSIGNMENT/``, nbgrader's feedback, ``grades.csv`` and
+  the report (:mod:`autograder.report`). nbgrader's own ``formgrader``,
+  ``generate_feedback`` and ``export`` work on the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import json
+import logging
+import os
+import queue
+import shutil
+import stat
+import sys
+import tempfile
+import threading
+import time
+import warnings
+import zipfile
+from pathlib import Path, PurePosixPath
+
+import nbformat
+
+from autograder import sandbox as sb
+
+STATUSES = ("graded", "tampered", "timeout", "kernel died", "invalid notebook", "missing")
+MAX_NOTEBOOK_BYTES = 20 * sb.MiB
+ZIP_LIMITS = {"files": 20_000, "bytes": 2 * sb.GiB, "file_bytes": 64 * sb.MiB}
+#: nbgrader metadata that no student may change (compared with the instructor's copy).
+LOCKED_KEYS = ("grade", "solution", "locked", "points", "schema_version", "checksum", "task")
+log = logging.getLogger("autograder.grade")
+
+
+class GradingError(RuntimeError):
+    """A problem with the course or the command line (not with a submission): the run stops before grading."""
+
+
+class InvalidNotebook(ValueError):
+    """The submitted file is not a notebook we can read; the message is the reason given to the student."""
+
+
+# ---------------------------------------------------------------- the course
+
+
+@dataclasses.dataclass
+class Course:
+    """An nbgrader course folder: its config, gradebook and release notebooks."""
+
+    root: Path
+    config: object
+    db_url: str
+    course_id: str
+    notebooks: dict[str, list[str]]  # assignment -> notebook names, from the gradebook
+
+    @classmethod
+    def load(cls, root: Path) -> Course:
+        """Read the course at ``root``: its ``nbgrader_config.py`` and the assignments of its gradebook."""
+        from nbgrader.api import Gradebook
+        from traitlets.config import Config
+        from traitlets.config.loader import PyFileConfigLoader
+
+        root = Path(root).resolve()
+        config = Config()
+        if (root / "nbgrader_config.py").exists():
+            config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+        db_url = config.CourseDirectory.get("db_url", "sqlite:///gradebook.db")
+        if db_url.startswith("sqlite:///") and not db_url.startswith("sqlite:////"):
+            db_url = f"sqlite:///{root / db_url[len('sqlite:///') :]}"
+        course_id = config.CourseDirectory.get("course_id", "default_course")
+        if not (root / "gradebook.db").exists() and db_url.endswith("/gradebook.db"):
+            raise GradingError(f"{root} has no gradebook.db: build the course first (make release)")
+        config.CourseDirectory.root = str(root)
+        config.CourseDirectory.db_url = db_url
+        notebooks = {}
+        with Gradebook(db_url, course_id) as gb:
+            for assignment in gb.assignments:
+                notebooks[assignment.name] = sorted(nb.name for nb in assignment.notebooks)
+        if not notebooks:
+            raise GradingError(f"the gradebook of {root} has no assignment: run make release first")
+        return cls(root, config, db_url, course_id, notebooks)
+
+    def release_path(self, assignment: str, notebook: str) -> Path:
+        """The instructor's release notebook (what students received, with nbgrader's metadata)."""
+        path = self.root / "release" / assignment / f"{notebook}.ipynb"
+        if not path.exists():
+            raise GradingError(f"{path} is missing: run make release (nbgrader generate_assignment) first")
+        return path
+
+    def release(self, assignment: str, notebook: str) -> nbformat.NotebookNode:
+        """The release notebook, read."""
+        return nbformat.read(self.release_path(assignment, notebook), as_version=4)
+
+
+# ---------------------------------------------------------------- finding the submissions
+
+
+@dataclasses.dataclass
+class Submission:
+    """One notebook a student was expected to hand in, and the file found for it."""
+
+    student: str
+    assignment: str
+    notebook: str
+    path: Path | None = None  # None: missing, and ``missing`` says what was found instead
+    missing: str = ""
+
+
+def _entries(folder: Path) -> list[Path]:
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    return sorted(p for p in folder.iterdir() if not p.name.startswith(".") and p.name != "__MACOSX")
+
+
+def extract_zip(path: Path, dest: Path, limits: dict = ZIP_LIMITS) -> list[str]:
+    """Extract a zip of submissions safely: no absolute paths, no ``..``, no links, bounded size and count.
+
+    Returns warnings about the entries it skipped; raises :class:`GradingError` if the archive
+    is not a zip or exceeds the limits.
+    """
+    warnings, total = [], 0
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as err:
+        raise GradingError(f"{path} is not a readable zip file: {err}") from err
+    with archive:
+        infos = archive.infolist()
+        if len(infos) > limits["files"]:
+            raise GradingError(f"{path} holds {len(infos)} entries, more than the {limits['files']} allowed")
+        for info in infos:
+            name = info.filename
+            parts = PurePosixPath(name).parts
+            mode = info.external_attr >> 16
+            if name.startswith(("/", "\\")) or "\\" in name or ".." in parts or (parts and ":" in parts[0]):
+                warnings.append(f"skipped unsafe path {name!r} in the zip")
+                continue
+            if stat.S_ISLNK(mode):
+                warnings.append(f"skipped symbolic link {name!r} in the zip")
+                continue
+            target = dest.joinpath(*parts) if parts else dest
+            if info.is_dir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            written = 0
+            with archive.open(info) as src, open(target, "wb") as out:
+                while chunk := src.read(1 << 20):
+                    written += len(chunk)
+                    total += len(chunk)
+                    if written > limits["file_bytes"] or total > limits["bytes"]:
+                        raise GradingError(f"{path} expands to more than the size allowed ({name!r})")
+                    out.write(chunk)
+    return warnings
+
+
+def find_root(folder: Path, assignments) -> Path:
+    """The folder whose sub-folders are students (accepts one wrapping folder above it)."""
+
+    def looks_like_root(root: Path) -> bool:
+        return any((student / a).is_dir() for student in _entries(root) for a in assignments)
+
+    if looks_like_root(folder):
+        return folder
+    inner = [p for p in _entries(folder) if p.is_dir()]
+    if len(inner) == 1 and looks_like_root(inner[0]):
+        return inner[0]
+    return folder
+
+
+def discover(root: Path, course: Course) -> list[Submission]:
+    """One :class:`Submission` per (student, assignment, notebook): each student is expected to hand in
+    every notebook of every assignment that someone in the folder handed in."""
+    students = [p for p in _entries(root) if p.is_dir() and not p.is_symlink()]
+    present = sorted({a.name for s in students for a in _entries(s) if a.name in course.notebooks})
+    if not present:
+        known = ", ".join(sorted(course.notebooks))
+        raise GradingError(
+            f"no submission found in {root}: expected folders STUDENT/ASSIGNMENT/NOTEBOOK.ipynb "
+            f"with ASSIGNMENT one of: {known}"
+        )
+    subs = []
+    for student in students:
+        for assignment in present:
+            folder = student / assignment
+            for notebook in course.notebooks[assignment]:
+                sub = Submission(student.name, assignment, notebook)
+                path = folder / f"{notebook}.ipynb"
+                if folder.is_dir() and not folder.is_symlink() and (path.is_file() or path.is_symlink()):
+                    sub.path = path
+                elif folder.is_dir() and not folder.is_symlink():
+                    found = [p.name for p in _entries(folder)]
+                    sub.missing = f"no {notebook}.ipynb in {student.name}/{assignment}/; found: " + (
+                        ", ".join(found[:10]) or "nothing"
+                    )
+                else:
+                    found = [p.name for p in _entries(student)]
+                    sub.missing = f"no folder {student.name}/{assignment}/; found: " + (
+                        ", ".join(found[:10]) or "nothing"
+                    )
+                subs.append(sub)
+    return subs
+
+
+# ---------------------------------------------------------------- rebuilding what runs
+
+
+def read_submission(path: Path) -> nbformat.NotebookNode:
+    """Parse a submitted file as a notebook, or raise :class:`InvalidNotebook` with the reason."""
+    if path.is_symlink():
+        raise InvalidNotebook("the notebook is a symbolic link")
+    size = path.stat().st_size
+    if size == 0:
+        raise InvalidNotebook("the file is empty")
+    if size > MAX_NOTEBOOK_BYTES:
+        raise InvalidNotebook(f"the file is {size} bytes, more than the {MAX_NOTEBOOK_BYTES} allowed")
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text)
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise InvalidNotebook(f"not valid JSON ({type(err).__name__}: {str(err)[:200]})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise InvalidNotebook("JSON, but not a notebook (no list of cells)")
+    try:
+        with warnings.catch_warnings():  # nbformat warns (and fixes) duplicated cell ids and the like
+            warnings.simplefilter("ignore")
+            nb = nbformat.reads(text, as_version=4)
+    except Exception as err:  # noqa: BLE001 (nbformat raises many kinds of errors on odd input)
+        raise InvalidNotebook(f"not a notebook nbformat can read ({type(err).__name__}: {str(err)[:200]})") from None
+    for cell in nb.cells:
+        if not isinstance(cell, dict) or not isinstance(cell.get("source", ""), str):
+            raise InvalidNotebook("a cell is not a notebook cell")
+    return nb
+
+
+def _meta(cell) -> dict:
+    meta = cell.get("metadata", {}) if isinstance(cell, dict) else {}
+    nbg = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
+    return nbg if isinstance(nbg, dict) else {}
+
+
+def _is_answer(cell) -> bool:
+    return bool(_meta(cell).get("solution"))
+
+
+def _is_locked(cell) -> bool:
+    meta = _meta(cell)
+    return bool(meta) and not meta.get("solution") and bool(meta.get("grade") or meta.get("locked"))
+
+
+def rebuild(release: nbformat.NotebookNode, submitted: nbformat.NotebookNode | None):
+    """The notebook to run: the instructor's ``release`` with the submission's answers pasted in.
+
+    Returns ``(notebook, notes, tampered)``: ``notes`` are remarks for the result (deleted,
+    duplicated or retyped answer cells, a changed kernelspec), ``tampered`` the locked cells or
+    metadata the submission changed (ignored: the instructor's version is what runs).
+    """
+    nb = copy.deepcopy(release)
+    notes, tampered = [], []
+    if submitted is None:
+        return nb, notes, tampered
+    by_id: dict[str, list] = {}
+    for cell in submitted.cells:
+        gid = _meta(cell).get("grade_id")
+        if isinstance(gid, str):
+            by_id.setdefault(gid, []).append(cell)
+    for gid, cells in sorted(by_id.items()):
+        if len(cells) > 1:
+            notes.append(f"grade_id {gid!r} appears {len(cells)} times: the first one was used")
+    for cell in nb.cells:
+        meta = _meta(cell)
+        gid = meta.get("grade_id")
+        if not gid:
+            continue
+        theirs = by_id.get(gid, [None])[0]
+        if _is_answer(cell):
+            if theirs is None:
+                notes.append(f"answer cell {gid!r} is missing: its stub was graded")
+            elif theirs.get("cell_type") != cell.cell_type or not _is_answer(theirs):
+                notes.append(f"answer cell {gid!r} changed type or role: its stub was graded")
+            else:
+                cell.source = theirs.get("source", "")
+                forged = [k for k in LOCKED_KEYS if k in meta and _meta(theirs).get(k) != meta.get(k)]
+                if forged:
+                    tampered.append(f"{gid} (metadata {', '.join(forged)} changed)")
+        elif _is_locked(cell):
+            if theirs is None:
+                tampered.append(f"{gid} (deleted)")
+                continue
+            changed = []
+            if theirs.get("cell_type") != cell.cell_type:
+                changed.append("cell type")
+            if theirs.get("source") != cell.source:
+                changed.append("source")
+            changed += [f"metadata {k}" for k in LOCKED_KEYS if k in meta and _meta(theirs).get(k) != meta.get(k)]
+            if changed:
+                tampered.append(f"{gid} ({', '.join(changed)} changed)")
+    if submitted.metadata.get("kernelspec") != release.metadata.get("kernelspec"):
+        notes.append("kernelspec changed: the course's kernel was used")
+    return nb, notes, tampered
+
+
+def _quiet(preprocessor):
+    preprocessor.log.setLevel(logging.ERROR)
+    return preprocessor
+
+
+def _resources(course: Course, sub: Submission) -> dict:
+    return {
+        "nbgrader": {
+            "notebook": sub.notebook,
+            "assignment": sub.assignment,
+            "student": sub.student,
+            "db_url": course.db_url,
+        }
+    }
+
+
+def restore_hidden(nb, course: Course, sub: Submission):
+    """nbgrader's own sanitising step on the rebuilt notebook: it puts the hidden tests back into the
+    test cells (from the gradebook) and the checksums and points into the metadata."""
+    from nbgrader.preprocessors import CheckCellMetadata, OverwriteCells
+
+    resources = _resources(course, sub)
+    for pp in (OverwriteCells, CheckCellMetadata):
+        nb, resources = _quiet(pp(config=course.config)).preprocess(nb, resources)
+    return nb
+
+
+# ---------------------------------------------------------------- outputs and grades
+
+
+def _text(value, limit: int = 200_000) -> str:
+    if isinstance(value, list):
+        value = "".join(v for v in value if isinstance(v, str))
+    return value[:limit] if isinstance(value, str) else ""
+
+
+def clean_outputs(outputs) -> list:
+    """Rebuild the outputs the sandbox sent from their known fields only (they are untrusted data)."""
+    clean = []
+    for out in outputs if isinstance(outputs, list) else []:
+        if not isinstance(out, dict):
+            continue
+        kind = out.get("output_type")
+        if kind == "stream":
+            name = "stderr" if out.get("name") == "stderr" else "stdout"
+            clean.append(nbformat.v4.new_output("stream", name=name, text=_text(out.get("text"))))
+        elif kind == "error":
+            tb = out.get("traceback")
+            tb = [_text(line, 10_000) for line in tb[:200]] if isinstance(tb, list) else []
+            ename, evalue = _text(out.get("ename"), 1000) or "Error", _text(out.get("evalue"), 10_000)
+            clean.append(nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=tb))
+        elif kind in ("execute_result", "display_data"):
+            data = out.get("data")
+            text = _text(data.get("text/plain")) if isinstance(data, dict) else ""
+            if kind == "execute_result":
+                count = out.get("execution_count")
+                clean.append(
+                    nbformat.v4.new_output(
+                        kind, data={"text/plain": text}, execution_count=count if isinstance(count, int) else None
+                    )
+                )
+            else:
+                clean.append(nbformat.v4.new_output(kind, data={"text/plain": text}))
+    return clean
+
+
+def _not_run(ename: str, why: str):
+    return nbformat.v4.new_output("error", ename=ename, evalue=why, traceback=[f"{ename}: {why}"])
+
+
+def fill_outputs(nb, run: sb.RunResult | None, why_not_run: str) -> None:
+    """Put the run's outputs into the code cells; a cell that did not finish gets an error output,
+    so nbgrader's ``determine_grade`` gives its tests no points."""
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        if run is not None and index in run.cells:
+            count, outputs = run.cells[index]
+            cell.execution_count, cell.outputs = count, clean_outputs(outputs)
+        elif run is not None and index == run.running:
+            ename = "Timeout" if run.how == "timeout" else "KernelDied"
+            cell.execution_count, cell.outputs = None, [_not_run(ename, f"this cell did not finish: {run.detail}")]
+        else:
+            cell.execution_count, cell.outputs = None, [_not_run("NotRun", why_not_run)]
+
+
+@dataclasses.dataclass
+class Result:
+    """The one result of a (student, assignment, notebook)."""
+
+    student: str
+    assignment: str
+    notebook: str
+    status: str
+    reason: str
+    score: float
+    max_score: float
+    exercises: dict[str, float | None]  # grade_id -> points (None: waits for manual grading)
+    max_points: dict[str, float]
+    seconds: float = 0.0
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return self.student, self.assignment, self.notebook
+
+
+def save_grades(nb, course: Course, sub: Submission, zero: bool) -> tuple[dict, dict]:
+    """Score the executed notebook with nbgrader (``SaveAutoGrades``: ``determine_grade`` per grade cell)
+    into the gradebook; returns ``(points, max_points)`` per grade_id as the gradebook now holds them."""
+    from nbgrader.api import Gradebook
+    from nbgrader.preprocessors import AssignLatePenalties, IgnorePattern, LimitOutput, SaveAutoGrades
+
+    with warnings.catch_warnings():  # SQLAlchemy's autoflush warnings inside nbgrader's api
+        warnings.simplefilter("ignore")
+        with Gradebook(course.db_url, course.course_id) as gb:
+            gb.update_or_create_student(sub.student)
+            gb.update_or_create_submission(sub.assignment, sub.student)
+        resources = _resources(course, sub)
+        for pp in (IgnorePattern, LimitOutput, SaveAutoGrades, AssignLatePenalties):
+            nb, resources = _quiet(pp(config=course.config)).preprocess(nb, resources)
+        points, max_points = {}, {}
+        with Gradebook(course.db_url, course.course_id) as gb:
+            submitted = gb.find_submission_notebook(sub.notebook, sub.assignment, sub.student)
+            for grade in submitted.grades:
+                if zero and grade.auto_score:
+                    grade.auto_score, grade.needs_manual_grade = 0.0, False
+                points[grade.name] = grade.auto_score
+                max_points[grade.name] = grade.max_score
+            gb.db.commit()
+    return points, max_points
+
+
+def write_notebook(nb, path: Path) -> None:
+    """Write ``nb`` to ``path`` atomically (a reader never sees half a notebook)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    nbformat.write(nb, str(tmp))
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- one submission, all of them
+
+
+@dataclasses.dataclass
+class Prepared:
+    """A submission ready for the sandbox: the notebook to run, split into the shared prefix and the rest."""
+
+    sub: Submission
+    nb: object
+    prefix: list[tuple[int, str]]  # the code cells before the first answer: the same for every submission
+    cells: list[tuple[int, str]]  # the code cells from the first answer on
+    status: str | None  # "missing" / "invalid notebook": nothing to run
+    notes: list[str]
+    tampered: list[str]
+
+
+def prepare(sub: Submission, course: Course) -> Prepared:
+    """Everything before the sandbox: read, rebuild, restore the hidden tests."""
+    status, notes, submitted = None, [], None
+    if sub.path is None:
+        status, notes = "missing", [sub.missing]
+    else:
+        try:
+            submitted = read_submission(sub.path)
+        except InvalidNotebook as err:
+            status, notes = "invalid notebook", [str(err)]
+    nb, more, tampered = rebuild(course.release(sub.assignment, sub.notebook), submitted)
+    nb = restore_hidden(nb, course, sub)
+    first = next((i for i, c in enumerate(nb.cells) if _is_answer(c)), len(nb.cells))
+    code = [(i, c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code"] if status is None else []
+    prefix, cells = [(i, s) for i, s in code if i < first], [(i, s) for i, s in code if i >= first]
+    return Prepared(sub, nb, prefix, cells, status, notes + more, tampered)
+
+
+def finish(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:
+    """Everything after the sandbox: outputs into the notebook, grades into the gradebook, the files."""
+    sub, nb = prep.sub, prep.nb
+    notes = list(prep.notes)
+    if prep.status is not None:
+        status = prep.status
+        fill_outputs(nb, None, f"not graded: {status} ({'; '.join(notes)})")
+        banner = nbformat.v4.new_markdown_cell(f"**This notebook was not graded: {status}.** {'; '.join(notes)}")
+        nb.cells.insert(0, banner)
+    else:
+        if run.how == "timeout":
+            status = "timeout"
+        elif run.how == "died":
+            status = "kernel died"
+        else:
+            status = "tampered" if prep.tampered else "graded"
+        if run.how != "done":
+            notes.insert(0, run.detail)
+        if prep.tampered:
+            notes.append("edited locked cells were replaced by the course's: " + "; ".join(prep.tampered))
+        fill_outputs(nb, run, f"not run: {run.detail}")
+    points, max_points = save_grades(nb, course, sub, zero=prep.status is not None)
+    write_notebook(nb, course.root / "autograded" / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
+    if sub.path is not None and sub.path.is_file() and not sub.path.is_symlink():
+        dest = course.root / "submitted" / sub.student / sub.assignment / f"{sub.notebook}.ipynb"
+        if dest.resolve() != sub.path.resolve() and sub.path.stat().st_size <= MAX_NOTEBOOK_BYTES:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(sub.path, dest)
+    score = sum(p for p in points.values() if p is not None)
+    return Result(
+        sub.student,
+        sub.assignment,
+        sub.notebook,
+        status,
+        "; ".join(n for n in notes if n),
+        float(score),
+        float(sum(max_points.values())),
+        points,
+        max_points,
+        run.seconds if run is not None else 0.0,
+    )
+
+
+def finish_safely(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:
+    """:func:`finish`, or, if recording fails, a zero with the reason (never stop the batch)."""
+    try:
+        return finish(prep, run, course)
+    except Exception as err:  # noqa: BLE001
+        log.exception("could not record %s", sub_key(prep.sub))
+        status = prep.status or "kernel died"
+        return Result(*sub_key(prep.sub), status, f"could not record the result: {err}", 0.0, 0.0, {}, {})
+
+
+def grade_all(
+    subs: list[Submission],
+    course: Course,
+    jobs: int,
+    limits: sb.Limits,
+    progress: bool = True,
+) -> list[Result]:
+    """Grade every submission; sandboxes run ``jobs`` at a time, this thread writes every grade."""
+    from tqdm import tqdm
+
+    todo: queue.Queue = queue.Queue()
+    done: queue.Queue = queue.Queue()
+    results: dict[tuple, Result] = {}
+    pending = 0
+    bar = tqdm(total=len(subs), unit="notebook", desc="grading", disable=not progress, file=sys.stderr)
+    runs = []
+    for sub in subs:
+        try:
+            prep = prepare(sub, course)
+        except GradingError:
+            raise
+        except Exception as err:  # noqa: BLE001 (whatever a file holds, it gets a result)
+            log.exception("could not prepare %s", sub_key(sub))
+            prep = prepare(dataclasses.replace(sub, path=None), course)
+            prep.status, prep.notes = "invalid notebook", [f"could not be read ({type(err).__name__}: {err})"]
+        if prep.status is not None:
+            results[sub_key(sub)] = finish_safely(prep, None, course)
+            bar.update()
+        else:
+            runs.append(prep)
+    # One notebook after another, so that each sandbox runs a notebook's shared prefix once.
+    for prep in sorted(runs, key=lambda p: (p.sub.assignment, p.sub.notebook, p.sub.student)):
+        todo.put(prep)
+        pending += 1
+
+    def worker() -> None:
+        box = sb.Sandbox(limits)
+        try:
+            while True:
+                try:
+                    prep = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    run = box.run(prep.cells, prefix=prep.prefix)
+                except Exception as err:  # noqa: BLE001 (a sandbox failure is this submission's result)
+                    run = sb.RunResult(how="died", detail=f"the sandbox failed: {err}")
+                done.put((prep, run))
+        finally:
+            box.close()
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, min(jobs, pending)))]
+    for thread in threads:
+        thread.start()
+    for _ in range(pending):
+        prep, run = done.get()
+        results[sub_key(prep.sub)] = finish_safely(prep, run, course)
+        bar.update()
+    for thread in threads:
+        thread.join()
+    bar.close()
+    return [results[k] for k in sorted(results)]
+
+
+def sub_key(sub: Submission) -> tuple[str, str, str]:
+    """(student, assignment, notebook): what identifies a result."""
+    return sub.student, sub.assignment, sub.notebook
+
+
+# ---------------------------------------------------------------- the command
+
+
+def default_course() -> Path:
+    """The course ``make release`` builds: ``_build/course``."""
+    from autograder import course
+
+    return course.COURSE
+
+
+def grade(
+    submissions: Path,
+    course_dir: Path | None = None,
+    jobs: int | None = None,
+    out: Path | None = None,
+    limits: sb.Limits | None = None,
+    feedback: bool = True,
+    progress: bool = True,
+) -> list[Result]:
+    """Grade the class in ``submissions`` (a folder or a zip) into ``course_dir``; see the module docstring."""
+    sb.check_available()
+    course_dir = Path(course_dir or default_course()).resolve()
+    if not (course_dir / "gradebook.db").exists() and course_dir == Path(default_course()).resolve():
+        from autograder import course as course_module
+
+        course_module.release(course_dir)
+    course = Course.load(course_dir)
+    out = Path(out or course_dir / "reports").resolve()
+    submissions = Path(submissions).resolve()
+    if not submissions.exists():
+        raise GradingError(f"{submissions} does not exist: give a folder STUDENT/ASSIGNMENT/NOTEBOOK.ipynb or a zip")
+    with tempfile.TemporaryDirectory(prefix="qkv-submissions-") as tmp:
+        if submissions.is_file():
+            for warning in extract_zip(submissions, Path(tmp)):
+                log.warning(warning)
+            root = Path(tmp)
+        else:
+            root = submissions
+        root = find_root(root, course.notebooks)
+        sb.check_hidden([course_dir, root, out])
+        subs = discover(root, course)
+        results = grade_all(subs, course, jobs or os.cpu_count() or 1, limits or sb.Limits(), progress)
+    from autograder import report
+
+    out.mkdir(parents=True, exist_ok=True)
+    report.write_csv(results, out / "grades.csv")
+    report.write_report(results, out)
+    if feedback:
+        report.generate_feedback(course, sorted({r.assignment for r in results}), jobs or os.cpu_count() or 1)
+    return results
+
+
+def main(argv=None) -> int:
+    """The command line; returns the exit status (2 when nothing could be graded)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder.grade",
+        description="Grade a class of nbgrader submissions in sandboxes, into the course's gradebook.",
+    )
+    parser.add_argument("submissions", type=Path, help="folder STUDENT/ASSIGNMENT/NOTEBOOK.ipynb, or a zip of one")
+    parser.add_argument("--course", type=Path, default=None, help="the nbgrader course (default: _build/course)")
+    parser.add_argument("--jobs", type=int, default=None, help="sandboxes at once (default: number of CPUs)")
+    parser.add_argument("--out", type=Path, default=None, help="where grades.csv and the report go")
+    parser.add_argument("--deadline", type=float, default=120.0, help="seconds per notebook (wall clock)")
+    parser.add_argument("--memory", type=float, default=3.0, help="GiB of address space per notebook")
+    parser.add_argument("--no-feedback", action="store_true", help="skip nbgrader's feedback HTML")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    limits = sb.Limits(deadline=args.deadline, memory=int(args.memory * sb.GiB))
+    started = time.monotonic()
+    try:
+        results = grade(
+            args.submissions, args.course, args.jobs, args.out, limits, not args.no_feedback, not args.quiet
+        )
+    except (GradingError, sb.SandboxUnavailable) as err:
+        print(f"grade: {err}", file=sys.stderr)
+        return 2
+    counts = {s: sum(r.status == s for r in results) for s in STATUSES}
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    print(f"graded {len(results)} notebooks in {time.monotonic() - started:.1f} s: {summary}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""What an instructor reads after grading: ``grades.csv``, ``report.html`` + ``report.png``, nbgrader feedback.
+
+* ``grades.csv``: one row per (student, assignment, notebook) with ``score``,
+  ``max_score``, ``status``, ``reason`` and one column per exercise (grade_id;
+  empty where the exercise waits for manual grading or is not in that assignment).
+* ``report.png``: per exercise, the share of the class with full marks (bars),
+  and the histogram of grades (as a percentage of the maximum).
+* ``report.html``: the same figure, a count of results per status, and the
+  table of every result with its reason.
+* Feedback: nbgrader's own ``generate_feedback`` on the autograded notebooks,
+  in ``COURSE/feedback/STUDENT/ASSIGNMENT/``.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import logging
+import os
+from collections import Counter
+from pathlib import Path
+
+FIELDS = ("student", "assignment", "notebook", "score", "max_score", "status", "reason")
+
+
+def exercise_columns(results) -> list[str]:
+    """Every grade_id of the results, in the order they first appear (notebook order)."""
+    seen: dict[str, None] = {}
+    for result in results:
+        for gid in result.max_points:
+            seen.setdefault(gid, None)
+    return list(seen)
+
+
+def _number(value) -> str:
+    if value is None:
+        return ""
+    return f"{value:g}"
+
+
+def write_csv(results, path: Path) -> Path:
+    """``grades.csv``: one row per result, one column per exercise (see the module docstring)."""
+    columns = exercise_columns(results)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow([*FIELDS, *columns])
+        for r in results:
+            row = [r.student, r.assignment, r.notebook, _number(r.score), _number(r.max_score), r.status, r.reason]
+            row += [_number(r.exercises.get(gid)) if gid in r.max_points else "" for gid in columns]
+            writer.writerow(row)
+    return path
+
+
+def auto_graded(results) -> list[str]:
+    """The exercises the autograder scores (the others, written answers, wait for a person)."""
+    ran = [r for r in results if r.status not in ("missing", "invalid notebook")]
+    return [g for g in exercise_columns(results) if any(r.exercises.get(g) is not None for r in ran)]
+
+
+def pass_rates(results) -> dict[str, float]:
+    """Per auto-graded exercise: the share of the notebooks expected to answer it that earned its full points
+    (a missing or invalid notebook counts as not passing)."""
+    rates = {}
+    for gid in auto_graded(results):
+        expected = [r for r in results if gid in r.max_points]
+        rates[gid] = sum((r.exercises.get(gid) or 0) >= r.max_points[gid] for r in expected) / len(expected)
+    return rates
+
+
+def percentages(results) -> list[float]:
+    """Each notebook's auto-graded score as a percentage of the auto-graded maximum."""
+    auto = auto_graded(results)
+    out = []
+    for r in results:
+        top = sum(r.max_points[g] for g in auto if g in r.max_points)
+        if top:
+            out.append(100.0 * sum(r.exercises.get(g) or 0 for g in auto if g in r.max_points) / top)
+    return out
+
+
+def write_figure(results, path: Path) -> Path:
+    """``report.png``: pass rate per auto-graded exercise, and the histogram of auto-graded scores."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rates = pass_rates(results)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
+    names = list(rates)
+    left.barh(range(len(names)), [100 * rates[n] for n in names], color="tab:blue")
+    left.set_yticks(range(len(names)), names)
+    left.invert_yaxis()
+    left.set_xlim(0, 100)
+    left.set_xlabel("submissions with full marks (%)")
+    left.set_title("Pass rate per exercise")
+    right.hist(percentages(results), bins=[i * 10 for i in range(11)], color="tab:orange", edgecolor="black")
+    right.set_xlabel("auto-graded score (% of its maximum)")
+    right.set_ylabel("submissions")
+    right.set_title(f"Grades of {len(results)} submissions")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def write_report(results, out: Path) -> Path:
+    """``report.png`` and ``report.html`` in ``out``; returns the HTML path."""
+    out = Path(out)
+    write_figure(results, out / "report.png")
+    statuses = Counter(r.status for r in results)
+    rates = pass_rates(results)
+    esc = html.escape
+    rows = "\n".join(
+        f"<tr><td>{esc(r.student)}</td><td>{esc(r.assignment)}</td><td>{r.score:g} / {r.max_score:g}</td>"
+        f"<td>{esc(r.status)}</td><td>{esc(r.reason)}</td></tr>"
+        for r in results
+    )
+    status_rows = "\n".join(f"<tr><td>{esc(s)}</td><td>{n}</td></tr>" for s, n in sorted(statuses.items()))
+    rate_rows = "\n".join(f"<tr><td>{esc(g)}</td><td>{100 * p:.0f}%</td></tr>" for g, p in rates.items())
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>Grading report</title>
+<style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse;margin-bottom:2em}}
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}}</style></head>
+<body>
+<h1>Grading report</h1>
+<p>{len(results)} notebooks graded.</p>
+<img src="report.png" alt="Pass rate per exercise and histogram of grades" style="max-width:100%">
+<h2>Results by status</h2>
+<table><tr><th>status</th><th>notebooks</th></tr>
+{status_rows}
+</table>
+<h2>Pass rate per exercise</h2>
+<table><tr><th>exercise</th><th>full marks</th></tr>
+{rate_rows}
+</table>
+<h2>Every result</h2>
+<table><tr><th>student</th><th>assignment</th><th>score</th><th>status</th><th>reason</th></tr>
+{rows}
+</table>
+</body></html>
+"""
+    path = out / "report.html"
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+def _feedback(course, assignment: str, exclude: list[str]) -> str | None:
+    """nbgrader's ``GenerateFeedback`` for one assignment, every student but ``exclude``; returns a problem."""
+    from nbgrader.converters import GenerateFeedback
+    from nbgrader.coursedir import CourseDirectory
+
+    coursedir = CourseDirectory(config=course.config)
+    coursedir.root = str(course.root)
+    coursedir.assignment_id = assignment
+    coursedir.student_id_exclude = ",".join(exclude)
+    converter = GenerateFeedback(coursedir=coursedir, config=course.config)
+    converter.force = True
+    converter.log.setLevel(logging.ERROR)
+    try:
+        converter.start()
+    except Exception as err:  # noqa: BLE001 (feedback is a courtesy: report, do not lose the grades)
+        return f"feedback for {assignment} failed: {err}"
+    return None
+
+
+def generate_feedback(course, assignments, jobs: int = 1) -> list[Path]:
+    """nbgrader's ``generate_feedback`` for every autograded student of each assignment, the students shared
+    among ``jobs`` forked copies of this process (which has nbgrader and nbconvert imported already);
+    returns the feedback files."""
+    graded = course.root / "autograded"
+    students = sorted(p.name for p in graded.iterdir() if p.is_dir()) if graded.is_dir() else []
+    jobs = max(1, min(jobs, len(students) // 10))  # a fork is worth it for ten notebooks or more
+    problems: list[str | None] = []
+    if jobs == 1 or any("," in s for s in students):  # nbgrader's exclusion list is comma-separated
+        problems = [_feedback(course, a, []) for a in assignments]
+    else:
+        pids = []
+        for share in (students[i::jobs] for i in range(jobs)):
+            pid = os.fork()
+            if pid == 0:  # the child: only nbgrader's converter runs here, then it leaves at once
+                code = 1
+                try:
+                    exclude = [s for s in students if s not in share]
+                    found = [_feedback(course, a, exclude) for a in assignments]
+                    for problem in filter(None, found):
+                        logging.getLogger("autograder.grade").warning(problem)
+                    code = int(any(found))
+                finally:
+                    os._exit(code)
+            pids.append(pid)
+        for pid in pids:
+            if os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]):
+                problems.append("nbgrader's feedback failed for some students (see above)")
+    for problem in filter(None, problems):
+        logging.getLogger("autograder.grade").warning(problem)
+    return sorted(p for a in assignments for p in (course.root / "feedback").glob(f"*/{a}/*.html"))

@@ -1,0 +1,211 @@
+"""Grading benchmark: a class of 60 submissions of 11.3, by stock ``nbgrader autograde`` and by our grader.
+
+Builds the nbgrader course of ``attention-scoring-functions`` (D2L 11.3; cached under ``_build/``), makes a
+class in nbgrader's layout (correct answers, the known mistakes of ``autograder/mutants/``, unanswered,
+broken and invalid notebooks), then grades it on this machine, in one run, three ways, each into its own
+copy of the course:
+
+* stock: ``nbgrader autograde attention-scoring-functions`` (one Jupyter kernel per submission, in turn);
+* ours: ``python -m autograder.grade CLASS --no-feedback`` (what ``make grade`` runs, without feedback);
+* ours + feedback: the same with nbgrader's feedback HTML and the report, i.e. all of ``make grade``.
+
+It prints seconds per submission for each (wall clock of the whole command, start-up included), the ratio
+stock / ours, and whether the scores agree, exercise by exercise, on every submission that stock nbgrader
+grades at all. The table also goes to ``_build/benchmarks/grading.md``.
+
+    .venv/bin/python benchmarks/grading.py [--students 60] [--jobs N] [--skip-stock]
+
+Target: ours at least 3x stock nbgrader's throughput, with the same scores. The exit status is 1 when missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from autograder import corpus, course  # noqa: E402
+from autograder import notebooks as nbs  # noqa: E402
+
+SLUG = "attention-scoring-functions"
+OUT = ROOT / "_build" / "benchmarks" / "grading.md"
+TARGET = 3.0
+
+
+def make_class(dest: Path, release: Path, students: int) -> dict[str, str]:
+    """Write ``students`` submissions under ``dest``; returns student -> what it is. Deterministic."""
+    solved = corpus.solved_notebook(release, SLUG)
+    blank = nbformat.read(release, as_version=4)
+    mutants = [(gid, name) for gid, names in corpus.mutants(SLUG).items() for name in names]
+    stubs = [gid for gid in corpus.mutants(SLUG)]
+    kinds: list[tuple[str, object]] = []
+    for gid, name in mutants:  # every known mistake once
+        kinds.append((f"mutant {gid}/{name}", corpus.with_answer(solved, gid, corpus.mutant_source(SLUG, gid, name))))
+    for i in range(8):  # two mistakes in different exercises
+        (g1, n1), (g2, n2) = mutants[i * 3 % len(mutants)], mutants[(i * 3 + 11) % len(mutants)]
+        if g1 == g2:
+            continue
+        nb = corpus.with_answer(solved, g1, corpus.mutant_source(SLUG, g1, n1))
+        kinds.append((f"mutants {g1}/{n1} + {g2}/{n2}", corpus.with_answer(nb, g2, corpus.mutant_source(SLUG, g2, n2))))
+    broken = [
+        ("unanswered", blank),
+        ("unanswered", blank),
+        ("raises in an answer cell", corpus.with_answer(solved, stubs[0], "raise ValueError('not done yet')")),
+        ("syntax error", corpus.with_answer(solved, stubs[1], "def oops(:\n    pass")),
+        ("syntax error", corpus.with_answer(solved, stubs[2], "class AdditiveAttention(\n")),
+        ("answer cell deleted", _without(solved, stubs[3])),
+        ("invalid JSON", '{"cells": ['),
+        ("empty file", ""),
+    ]
+    kinds += broken
+    correct = max(students - len(kinds), 0)
+    kinds = [("correct", solved)] * correct + kinds
+    written = {}
+    for i, (what, content) in enumerate(kinds[:students]):
+        student = f"student{i:03d}"
+        path = dest / student / SLUG / f"{SLUG}.ipynb"
+        path.parent.mkdir(parents=True)
+        if isinstance(content, str):
+            path.write_text(content)
+        else:
+            nbformat.write(content, str(path))
+        written[student] = what
+    return written
+
+
+def _without(nb, grade_id):
+    out = copy.deepcopy(nb)
+    out.cells = [c for c in out.cells if nbs.grade_id(c) != grade_id]
+    return out
+
+
+def stock_gaps(course_dir: Path) -> list[float]:
+    """Seconds between consecutive autograded notebooks of stock nbgrader (its time per submission, one by one)."""
+    stamps = sorted(p.stat().st_mtime for p in (course_dir / "autograded").glob(f"*/{SLUG}/{SLUG}.ipynb"))
+    return [b - a for a, b in zip(stamps, stamps[1:])]
+
+
+def run(cmd, cwd) -> tuple[float, subprocess.CompletedProcess]:
+    """Run a command; returns its wall-clock seconds and what it did."""
+    started = time.monotonic()
+    done = subprocess.run(cmd, cwd=cwd, env=course.venv_env(), capture_output=True, text=True)
+    return time.monotonic() - started, done
+
+
+def scores(course_dir: Path, graded_only: bool) -> dict[str, dict[str, float | None]]:
+    """student -> {grade_id: auto_score} from a course's gradebook (only students with an autograded notebook)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    out = {}
+    with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}", "qkv-attention") as gb:
+        for student in gb.students:
+            if graded_only and not (course_dir / "autograded" / student.id / SLUG / f"{SLUG}.ipynb").exists():
+                continue
+            try:
+                nb = gb.find_submission_notebook(SLUG, SLUG, student.id)
+            except MissingEntry:
+                continue
+            out[student.id] = {g.name: g.auto_score for g in nb.grades}
+    return out
+
+
+def main(argv=None) -> int:
+    """Make the class, grade it three ways, print the table; returns 1 when the target is missed."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--students", type=int, default=60)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--skip-stock", action="store_true", help="time our grader only")
+    args = parser.parse_args(argv)
+    template = corpus.course_template((SLUG,))
+    work = Path(tempfile.mkdtemp(prefix="grading-bench-"))
+    try:
+        klass = work / "class"
+        kinds = make_class(klass, template / "release" / SLUG / f"{SLUG}.ipynb", args.students)
+        n = len(kinds)
+        rows, times = [], {}
+        ours_cmd = [sys.executable, "-m", "autograder.grade", str(klass), "--jobs", str(args.jobs), "--quiet"]
+        for label, extra in (("ours", ["--no-feedback"]), ("ours + feedback", [])):
+            target = work / label.replace(" ", "").replace("+", "_")
+            shutil.copytree(template, target)
+            seconds, done = run([*ours_cmd, "--course", str(target), "--out", str(target / "reports"), *extra], ROOT)
+            if done.returncode:
+                print(done.stdout, done.stderr, file=sys.stderr)
+                return 1
+            times[label] = (seconds, target)
+            print(f"{label}: {seconds:.1f} s ({done.stdout.strip()})", file=sys.stderr)
+        agree = "not run"
+        if not args.skip_stock:
+            stock = work / "stock"
+            shutil.copytree(template, stock)
+            shutil.copytree(klass, stock / "submitted")
+            cmd = [course.nbgrader_bin(), "autograde", SLUG, "--log-level=ERROR"]
+            seconds, done = run(cmd, stock)
+            times["stock nbgrader"] = (seconds, stock)
+            print(f"stock nbgrader: {seconds:.1f} s (exit {done.returncode})", file=sys.stderr)
+            gaps = stock_gaps(stock)
+            if gaps:
+                stalls = sum(g > 120 for g in gaps)
+                median = statistics.median(gaps)
+                print(
+                    f"stock nbgrader: median {median:.2f} s between submissions, {stalls} stalls > 120 s",
+                    file=sys.stderr,
+                )
+                times["stock nbgrader, median gap"] = (median * n, stock)
+            theirs, ours = scores(stock, graded_only=True), scores(times["ours"][1], graded_only=False)
+            differ = sorted(s for s in theirs if theirs[s] != ours.get(s))
+            agree = f"{len(theirs) - len(differ)}/{len(theirs)} agree" + (
+                f"; differ: {', '.join(differ)}" if differ else ""
+            )
+            for s in differ:
+                print(f"{s} ({kinds[s]}): stock {theirs[s]} ours {ours.get(s)}", file=sys.stderr)
+        base = times.get("stock nbgrader", (None,))[0]
+        pace = times.get("stock nbgrader, median gap", (None,))[0]
+        rows.append("| grader | seconds | seconds per submission | throughput vs stock | vs stock's median pace |")
+        rows.append("|---|---:|---:|---:|---:|")
+        for label in ("stock nbgrader", "stock nbgrader, median gap", "ours", "ours + feedback"):
+            if label in times:
+                seconds = times[label][0]
+                ratios = ["-", "-"]
+                if label.startswith("ours"):
+                    ratios = [f"{ref / seconds:.1f}x" if ref else "-" for ref in (base, pace)]
+                rows.append(f"| {label} | {seconds:.1f} | {seconds / n:.2f} | {ratios[0]} | {ratios[1]} |")
+        ok = base is None or (base / times["ours"][0] >= TARGET and "differ" not in agree)
+        if pace:
+            rows += [
+                "",
+                "The median row is stock nbgrader's median time between two graded notebooks, times the class "
+                "size: its pace without its start-up and without stalls (a kernel that stops answering waits for "
+                "nbgrader's 300 s cell timeout).",
+            ]
+        table = "\n".join(
+            [
+                f"Grading {n} submissions of `{SLUG}` on {os.cpu_count()} CPUs, our grader with --jobs {args.jobs}:",
+                "",
+                *rows,
+                "",
+                f"Scores, exercise by exercise, on the submissions stock nbgrader graded: {agree}.",
+                f"Target: at least {TARGET:g}x stock nbgrader's throughput, same scores: {'met' if ok else 'MISSED'}.",
+            ]
+        )
+        print(table)
+        OUT.parent.mkdir(parents=True, exist_ok=True)
+        OUT.write_text(table + "\n")
+        return 0 if ok else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,350 @@
+"""The grading command (autograder.grade, autograder.report): layout, zips, rebuild, outputs, nbgrader's tools.
+
+The pure parts (finding submissions, extracting zips, rebuilding the notebook to
+run, cleaning outputs) are checked directly; a small class is then graded by the
+command line into a copy of a built course, and nbgrader's own ``export`` and
+``generate_feedback`` are run on the result.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import os
+import shutil
+import stat
+import subprocess
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import corpus, course, grade, report
+
+SLUG = corpus.SLUG
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap)"
+)
+EXERCISES = ["test_attention_pooling", "test_sharp_similarity", "test_averaging_similarity"]
+
+
+# ---------------------------------------------------------------- pure parts
+
+
+def cell(kind, source, **nbgrader):
+    new = nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell
+    return new(source, metadata={"nbgrader": nbgrader} if nbgrader else {})
+
+
+def release_notebook():
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [
+        cell("code", "import torch", grade_id="setup", locked=True, solution=False, grade=False, schema_version=3),
+        cell(
+            "code",
+            "# YOUR CODE HERE\nraise NotImplementedError()",
+            grade_id="f",
+            solution=True,
+            grade=False,
+            locked=False,
+            schema_version=3,
+        ),
+        cell(
+            "code",
+            "assert f() == 1",
+            grade_id="test_f",
+            grade=True,
+            solution=False,
+            locked=True,
+            points=2,
+            schema_version=3,
+        ),
+        cell(
+            "markdown",
+            "YOUR ANSWER HERE",
+            grade_id="why",
+            grade=True,
+            solution=True,
+            locked=False,
+            points=1,
+            schema_version=3,
+        ),
+        cell("code", "print('a demo')"),
+    ]
+    return nb
+
+
+def test_rebuild_takes_only_the_answers_and_reports_the_rest():
+    release = release_notebook()
+    sub = copy.deepcopy(release)
+    sub.cells[1].source = "def f():\n    return 1"
+    sub.cells[3].source = "Because."
+    sub.cells[2].source = "pass"  # an edited test
+    sub.cells[4].source = "import os; os.remove('/important')"  # an edited plain cell
+    forged = cell(
+        "code", "def f():\n    return 2", grade_id="f", solution=True, grade=False, locked=False, schema_version=3
+    )
+    sub.cells.append(forged)  # a second answer cell f, after the first
+    sub.cells.insert(0, cell("code", "x = 1", grade_id="test_f", solution=True))  # poses as test_f's answer
+    sub.metadata["kernelspec"] = {"name": "evil", "display_name": "Evil", "language": "python"}
+    nb, notes, tampered = grade.rebuild(release, sub)
+    assert [c.source for c in nb.cells] == [
+        "import torch",
+        "def f():\n    return 1",  # the first answer f
+        "assert f() == 1",  # the instructor's test, not 'pass' nor the impostor
+        "Because.",
+        "print('a demo')",  # plain cells are the instructor's too
+    ]
+    assert [c.metadata for c in nb.cells] == [c.metadata for c in release.cells]
+    assert any("'f' appears 2 times" in n for n in notes) and any("kernelspec" in n for n in notes)
+    assert len(tampered) == 1 and tampered[0].startswith("test_f (source, metadata grade, metadata solution")
+
+
+def test_rebuild_falls_back_to_the_stub_for_deleted_or_retyped_answers():
+    release = release_notebook()
+    deleted = copy.deepcopy(release)
+    del deleted.cells[1]
+    retyped = copy.deepcopy(release)
+    retyped.cells[1] = cell("markdown", "def f():\n    return 1", **retyped.cells[1].metadata.nbgrader)
+    for sub, why in ((deleted, "is missing"), (retyped, "changed type")):
+        nb, notes, tampered = grade.rebuild(release, sub)
+        assert nb.cells[1].source == release.cells[1].source and nb.cells[1].cell_type == "code"
+        assert any(why in n for n in notes) and tampered == []
+
+
+def test_invalid_files_are_named_for_what_they_are(tmp_path):
+    cases = {"empty": b"", "json": b"{'cells': ", "list": b"[1, 2]", "cells": b'{"cells": [1], "nbformat": 4}'}
+    reasons = {}
+    for name, content in cases.items():
+        (tmp_path / name).write_bytes(content)
+        with pytest.raises(grade.InvalidNotebook) as err:
+            grade.read_submission(tmp_path / name)
+        reasons[name] = str(err.value)
+    assert reasons["empty"] == "the file is empty"
+    assert reasons["json"].startswith("not valid JSON")
+    assert reasons["list"].startswith("JSON, but not a notebook")
+    (tmp_path / "link").symlink_to(tmp_path / "json")
+    with pytest.raises(grade.InvalidNotebook, match="symbolic link"):
+        grade.read_submission(tmp_path / "link")
+
+
+def test_clean_outputs_keeps_only_known_fields_of_known_outputs():
+    raw = [
+        {"output_type": "stream", "name": "stdout", "text": "hi\n", "extra": 1},
+        {"output_type": "display_data", "data": {"text/html": "<script>x()</script>", "text/plain": "fig"}},
+        {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["a", 3]},
+        {"output_type": "execute_result", "data": {"text/plain": ["4", "2"]}, "execution_count": "1"},
+        {"output_type": "unknown"},
+        "not a dict",
+    ]
+    out = grade.clean_outputs(raw)
+    assert [o.output_type for o in out] == ["stream", "display_data", "error", "execute_result"]
+    assert out[0] == {"output_type": "stream", "name": "stdout", "text": "hi\n"}
+    assert out[1].data == {"text/plain": "fig"}
+    assert out[2].traceback == ["a", ""] and out[3].data == {"text/plain": "42"} and out[3].execution_count is None
+    assert grade.clean_outputs({"output_type": "stream"}) == []
+
+
+def test_pass_rates_and_histogram_count_only_auto_graded_exercises():
+    points = {"t1": 2.0, "t2": 1.0, "essay": 1.0}
+
+    def result(student, status, **ex):
+        return grade.Result(student, "a", "nb", status, "", sum(v or 0 for v in ex.values()), 4.0, ex, points)
+
+    results = [
+        result("ann", "graded", t1=2.0, t2=0.0, essay=None),
+        result("bob", "graded", t1=2.0, t2=1.0, essay=None),
+        result("cy", "missing", t1=0.0, t2=0.0, essay=0.0),
+    ]
+    assert report.auto_graded(results) == ["t1", "t2"]  # the essay waits for a person
+    assert report.pass_rates(results) == {"t1": 2 / 3, "t2": 1 / 3}  # the missing notebook passes nothing
+    assert report.percentages(results) == [200 / 3, 100.0, 0.0]
+
+
+def fake_course(tmp_path):
+    return grade.Course(tmp_path, None, "", "", {"a1": ["nb"], "a2": ["nb2"]})
+
+
+def test_discover_gives_every_student_every_handed_in_assignment(tmp_path):
+    root = tmp_path / "class"
+    for student, files in {"ann": ["a1/nb.ipynb", "a2/nb2.ipynb"], "bob": ["a1/Untitled.ipynb"], "cy": []}.items():
+        (root / student).mkdir(parents=True)
+        for f in files:
+            (root / student / f).parent.mkdir(parents=True, exist_ok=True)
+            (root / student / f).write_text("{}")
+    (root / ".hidden").mkdir()
+    subs = {(s.student, s.assignment): s for s in grade.discover(root, fake_course(tmp_path))}
+    assert sorted(subs) == [(s, a) for s in ("ann", "bob", "cy") for a in ("a1", "a2")]
+    assert subs["ann", "a1"].path == root / "ann" / "a1" / "nb.ipynb"
+    assert subs["bob", "a1"].path is None and "found: Untitled.ipynb" in subs["bob", "a1"].missing
+    assert subs["cy", "a2"].path is None and "no folder cy/a2/" in subs["cy", "a2"].missing
+    with pytest.raises(grade.GradingError, match="ASSIGNMENT one of: a1, a2"):
+        grade.discover(tmp_path / "class" / "ann" / "a1", fake_course(tmp_path))
+
+
+def test_find_root_accepts_one_wrapping_folder(tmp_path):
+    (tmp_path / "wrap" / "ann" / "a1").mkdir(parents=True)
+    assert grade.find_root(tmp_path, ["a1"]) == tmp_path / "wrap"
+    assert grade.find_root(tmp_path / "wrap", ["a1"]) == tmp_path / "wrap"
+
+
+def test_extract_zip_skips_unsafe_entries_and_refuses_bombs(tmp_path):
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("class/ann/a1/nb.ipynb", "{}")
+        zf.writestr("../escaped.txt", "x")
+        zf.writestr("/absolute.txt", "x")
+        link = zipfile.ZipInfo("class/ann/a1/link.ipynb")
+        link.external_attr = (stat.S_IFLNK | 0o777) << 16
+        zf.writestr(link, "/etc/passwd")
+    dest = tmp_path / "out"
+    dest.mkdir()
+    warnings = grade.extract_zip(archive, dest)
+    assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file()) == ["class/ann/a1/nb.ipynb"]
+    assert len(warnings) == 3 and not (tmp_path / "escaped.txt").exists()
+    with zipfile.ZipFile(tmp_path / "bomb.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("a/b/c.ipynb", b"0" * 10_000)
+        zf.writestr("a/b/d.ipynb", b"0")
+    for limits, why in (
+        ({"files": 1, "bytes": 10**6, "file_bytes": 10**6}, "entries"),
+        ({"files": 10, "bytes": 10**6, "file_bytes": 1000}, "size"),
+    ):
+        target = tmp_path / why
+        target.mkdir()
+        with pytest.raises(grade.GradingError, match=why):
+            grade.extract_zip(tmp_path / "bomb.zip", target, limits)
+    (tmp_path / "notzip.zip").write_text("hello")
+    with pytest.raises(grade.GradingError, match="not a readable zip"):
+        grade.extract_zip(tmp_path / "notzip.zip", tmp_path)
+
+
+def test_refuses_to_grade_without_bwrap(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("QKV_BWRAP", str(tmp_path / "no-bwrap"))
+    (tmp_path / "class" / "ann" / SLUG).mkdir(parents=True)
+    code = grade.main([str(tmp_path / "class"), "--course", str(tmp_path / "course"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "bubblewrap" in err and "Nothing was graded" in err
+    assert not (tmp_path / "course").exists()
+
+
+# ---------------------------------------------------------------- a class, graded from the command line
+
+
+@pytest.fixture(scope="module")
+def template():
+    return corpus.course_template((SLUG,))
+
+
+def make_class(root: Path, course_dir: Path) -> None:
+    corpus.build(root, course_dir, only_good=True)
+    solved = corpus.solved_notebook(course_dir / "release" / SLUG / f"{SLUG}.ipynb", SLUG)
+    wrong = corpus.with_answer(
+        solved, "sharp_similarity", corpus.mutant_source(SLUG, "sharp_similarity", "positive_sign")
+    )
+    (root / "partly" / SLUG).mkdir(parents=True)
+    nbformat.write(wrong, str(root / "partly" / SLUG / f"{SLUG}.ipynb"))
+
+
+def shared_dir(tmp_path_factory):
+    """A folder all pytest-xdist workers of this session share (this session's own folder without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="module")
+def graded_class(template, tmp_path_factory):
+    def produce(root):
+        course_dir, subs, out = root / "course", root / "class", root / "out"
+        shutil.copytree(template, course_dir)
+        make_class(subs, course_dir)
+        args = [str(subs), "--course", str(course_dir), "--jobs", "2", "--out", str(out), "--deadline", "30"]
+        return grade.main([*args, "--quiet"])
+
+    folder = shared_dir(tmp_path_factory) / "grading-cli"
+    return folder, corpus.run_once(folder, produce)
+
+
+def read_csv(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_cli_writes_grades_csv_report_and_feedback(graded_class):
+    root, code = graded_class
+    assert code == 0
+    rows = {r["student"]: r for r in read_csv(root / "out" / "grades.csv")}
+    header = list(next(iter(rows.values())))
+    assert header == [*report.FIELDS, *EXERCISES, "answer_exact_lookup", "answer_search_engine"]
+    assert [(r["score"], r["max_score"], r["status"]) for r in rows.values()] == [("6", "8", "graded")] * 2 + [
+        ("4", "8", "graded")
+    ]
+    assert [rows["partly"][e] for e in EXERCISES] == ["3", "0", "1"]
+    assert rows["good"]["answer_exact_lookup"] == ""  # waits for manual grading
+    html = (root / "out" / "report.html").read_text()
+    assert "<td>test_sharp_similarity</td><td>67%</td>" in html and "partly" in html
+    assert (root / "out" / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for student in ("good", "good_too", "partly"):
+        feedback = root / "course" / "feedback" / student / SLUG / f"{SLUG}.html"
+        assert feedback.exists() and "Score" in feedback.read_text()
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_nbgrader_export_and_generate_feedback_run_on_the_result(graded_class):
+    root, _ = graded_class
+    course_dir = root / "course"
+    nbgrader = course.nbgrader_bin()
+    env = course.venv_env()
+    export = subprocess.run(
+        [nbgrader, "export", "--log-level=ERROR"], cwd=course_dir, env=env, capture_output=True, text=True
+    )
+    assert export.returncode == 0, export.stderr
+    scores = {r["student_id"]: float(r["score"]) for r in read_csv(course_dir / "grades.csv")}
+    assert scores == {"good": 6.0, "good_too": 6.0, "partly": 4.0}
+    feedback = subprocess.run(
+        [nbgrader, "generate_feedback", SLUG, "--force", "--log-level=ERROR"],
+        cwd=course_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert feedback.returncode == 0, feedback.stderr
+    assert sorted(p.parent.parent.name for p in (course_dir / "feedback").glob(f"*/{SLUG}/{SLUG}.html")) == [
+        "good",
+        "good_too",
+        "partly",
+    ]
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_a_zip_of_the_class_grades_the_same(graded_class, template, tmp_path):
+    root, _ = graded_class
+    archive = tmp_path / "class.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in sorted((root / "class").rglob("*.ipynb")):
+            zf.write(path, "collected/" + str(path.relative_to(root / "class")))
+        zf.writestr("../../escaped.txt", "x")
+    shutil.copytree(template, tmp_path / "course")
+    code = grade.main(
+        [
+            str(archive),
+            "--course",
+            str(tmp_path / "course"),
+            "--jobs",
+            "2",
+            "--out",
+            str(tmp_path / "out"),
+            "--deadline",
+            "30",
+            "--quiet",
+            "--no-feedback",
+        ]
+    )
+    assert code == 0
+    assert read_csv(tmp_path / "out" / "grades.csv") == read_csv(root / "out" / "grades.csv")
+    assert not (tmp_path / "course" / "feedback").exists()  # --no-feedback

@@ -1,0 +1,160 @@
+"""End to end: a class of bad submissions (autograder.corpus) graded by the sandboxed grader.
+
+Every submission gets exactly one result with the status and points its case
+expects; the attacks find nothing and change nothing; the good students' grades
+are those they get when graded alone; grading the same folder again gives the
+same grades.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import corpus, grade
+from autograder import notebooks as nbs
+from autograder import sandbox as sb
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap)"
+    ),
+]
+LIMITS = sb.Limits(deadline=15, grace=20)
+
+
+def grade_into(course, submissions):
+    return grade.grade(submissions, course, jobs=2, limits=LIMITS, feedback=False, progress=False)
+
+
+def digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def template():
+    return corpus.course_template((corpus.SLUG,))
+
+
+def shared_dir(tmp_path_factory):
+    """A folder all pytest-xdist workers of this session share (this session's own folder without xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="module")
+def graded(template, tmp_path_factory):
+    def produce(root):
+        course, subs = root / "course", root / "submissions"
+        shutil.copytree(template, course)
+        cases = corpus.build(subs, course)
+        good = subs / "good" / corpus.SLUG / f"{corpus.SLUG}.ipynb"
+        before = digest(good)
+        first = grade_into(course, subs)
+        after_first = digest(good)
+        second = grade_into(course, subs)
+        return {
+            "cases": [dataclasses.asdict(c) for c in cases],
+            "first": [dataclasses.asdict(r) for r in first],
+            "second": [dataclasses.asdict(r) for r in second],
+            "course": str(course),
+            "digests": [before, after_first, digest(good)],
+        }
+
+    data = corpus.run_once(shared_dir(tmp_path_factory) / "grading-corpus", produce)
+    return {
+        "cases": {c["student"]: corpus.Case(**c) for c in data["cases"]},
+        "first": {r["student"]: grade.Result(**r) for r in data["first"]},
+        "second": {r["student"]: grade.Result(**r) for r in data["second"]},
+        "course": Path(data["course"]),
+        "digests": tuple(data["digests"]),
+    }
+
+
+def test_every_submission_has_exactly_one_result_as_its_case_expects(graded):
+    cases, results = graded["cases"], graded["first"]
+    assert sorted(results) == sorted(cases)
+    wrong = []
+    for name, case in cases.items():
+        r = results[name]
+        got = {gid: r.exercises.get(gid) for gid in case.points}
+        if r.status != case.status or got != case.points or case.reason not in r.reason:
+            wrong.append(f"{name} ({case.what}): {r.status} {got} {r.reason!r}; expected {case.status} {case.points}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_statuses_are_the_documented_ones_and_zero_means_a_reason(graded):
+    for r in graded["first"].values():
+        assert r.status in grade.STATUSES
+        assert r.max_score == 8.0  # the instructor's points, whatever the submission claims
+        if r.status != "graded":
+            assert r.reason
+        if r.status in ("missing", "invalid notebook"):
+            assert r.score == 0 and all(p == 0 for p in r.exercises.values())
+
+
+def test_outputs_show_that_each_attack_failed(graded):
+    course = graded["course"]
+    for name, case in graded["cases"].items():
+        if not case.shows:
+            continue
+        nb = nbformat.read(course / "autograded" / name / corpus.SLUG / f"{corpus.SLUG}.ipynb", as_version=4)
+        for gid, text in case.shows.items():
+            cell = next(c for c in nb.cells if nbs.grade_id(c) == gid)
+            shown = "".join(o.get("text", "") + o.get("evalue", "") + o.get("ename", "") for o in cell.outputs)
+            assert text.lower() in shown.lower(), f"{name}: {gid} shows {shown[-300:]!r}"
+
+
+def test_nothing_was_written_outside_the_sandbox(graded):
+    course = graded["course"]
+    before, after_first, after_second = graded["digests"]
+    assert before == after_first == after_second  # another student's submission is untouched
+    assert not (course / "stolen.txt").exists()
+    assert not (course / "gradebook.db").read_bytes().endswith(b"owned")
+    autograded = course / "autograded" / "good" / corpus.SLUG / f"{corpus.SLUG}.ipynb"
+    assert nbformat.read(autograded, as_version=4).cells  # still a notebook
+
+
+def test_grading_again_gives_the_same_grades(graded):
+    first, second = graded["first"], graded["second"]
+    assert sorted(first) == sorted(second)
+    for name in first:
+        a, b = first[name], second[name]
+        assert (a.status, a.score, a.exercises, a.reason) == (b.status, b.score, b.exercises, b.reason), name
+
+
+def test_the_gradebook_holds_exactly_the_results(graded):
+    from nbgrader.api import Gradebook
+
+    course = grade.Course.load(graded["course"])
+    with Gradebook(course.db_url, course.course_id) as gb:
+        assert sorted(s.id for s in gb.students) == sorted(graded["cases"])
+        for name, r in graded["second"].items():
+            nb = gb.find_submission_notebook(corpus.SLUG, corpus.SLUG, name)
+            assert {g.name: g.auto_score for g in nb.grades} == r.exercises, name
+
+
+def test_good_students_get_what_they_get_alone(graded, template, tmp_path):
+    course, subs = tmp_path / "course", tmp_path / "submissions"
+    shutil.copytree(template, course)
+    corpus.build(subs, course, only_good=True)
+    alone = {r.student: r for r in grade_into(course, subs)}
+    assert sorted(alone) == ["good", "good_too"]
+    for name, r in alone.items():
+        crowd = graded["first"][name]
+        assert (
+            (crowd.status, crowd.score, crowd.exercises)
+            == (r.status, r.score, r.exercises)
+            == (
+                "graded",
+                6.0,
+                {**corpus.FULL, "answer_exact_lookup": None, "answer_search_engine": None},
+            )
+        )
