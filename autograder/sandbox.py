@@ -180,11 +180,13 @@ def bwrap_args(limits: Limits, control_fd: int, preload=PRELOAD) -> list[str]:
     for name in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(name):
             args += ["--symlink", os.readlink(name), name]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    # The private tmpfs mounts come before the read-only binds, so that a checkout, venv or data folder that
+    # lives under /tmp on the host (CI clones anywhere) is bound over the empty /tmp rather than hidden by it.
+    args += ["--size", str(limits.tmpfs), "--tmpfs", "/tmp", "--size", str(limits.tmpfs), "--tmpfs", "/dev/shm"]
     for path in visible_paths():
         args += ["--ro-bind", str(path), str(path)]
     args += ["--ro-bind", str(RUNNER), RUNNER_IN_SANDBOX]
-    args += ["--proc", "/proc", "--dev", "/dev"]
-    args += ["--size", str(limits.tmpfs), "--tmpfs", "/tmp", "--size", str(limits.tmpfs), "--tmpfs", "/dev/shm"]
     args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
