@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import corpus, course, grade, report
+from autograder import corpus, course, grade, report, submissions
 
 SLUG = corpus.SLUG
 needs_bwrap = pytest.mark.skipif(
@@ -119,15 +119,15 @@ def test_invalid_files_are_named_for_what_they_are(tmp_path):
     reasons = {}
     for name, content in cases.items():
         (tmp_path / name).write_bytes(content)
-        with pytest.raises(grade.InvalidNotebook) as err:
-            grade.read_submission(tmp_path / name)
+        with pytest.raises(submissions.InvalidNotebook) as err:
+            submissions.read_submission(tmp_path / name)
         reasons[name] = str(err.value)
     assert reasons["empty"] == "the file is empty"
     assert reasons["json"].startswith("not valid JSON")
     assert reasons["list"].startswith("JSON, but not a notebook")
     (tmp_path / "link").symlink_to(tmp_path / "json")
-    with pytest.raises(grade.InvalidNotebook, match="symbolic link"):
-        grade.read_submission(tmp_path / "link")
+    with pytest.raises(submissions.InvalidNotebook, match="symbolic link"):
+        submissions.read_submission(tmp_path / "link")
 
 
 def test_clean_outputs_keeps_only_known_fields_of_known_outputs():
@@ -175,19 +175,19 @@ def test_discover_gives_every_student_every_handed_in_assignment(tmp_path):
             (root / student / f).parent.mkdir(parents=True, exist_ok=True)
             (root / student / f).write_text("{}")
     (root / ".hidden").mkdir()
-    subs = {(s.student, s.assignment): s for s in grade.discover(root, fake_course(tmp_path))}
+    subs = {(s.student, s.assignment): s for s in submissions.discover(root, fake_course(tmp_path))}
     assert sorted(subs) == [(s, a) for s in ("ann", "bob", "cy") for a in ("a1", "a2")]
     assert subs["ann", "a1"].path == root / "ann" / "a1" / "nb.ipynb"
     assert subs["bob", "a1"].path is None and "found: Untitled.ipynb" in subs["bob", "a1"].missing
     assert subs["cy", "a2"].path is None and "no folder cy/a2/" in subs["cy", "a2"].missing
-    with pytest.raises(grade.GradingError, match="ASSIGNMENT one of: a1, a2"):
-        grade.discover(tmp_path / "class" / "ann" / "a1", fake_course(tmp_path))
+    with pytest.raises(submissions.GradingError, match="ASSIGNMENT one of: a1, a2"):
+        submissions.discover(tmp_path / "class" / "ann" / "a1", fake_course(tmp_path))
 
 
 def test_find_root_accepts_one_wrapping_folder(tmp_path):
     (tmp_path / "wrap" / "ann" / "a1").mkdir(parents=True)
-    assert grade.find_root(tmp_path, ["a1"]) == tmp_path / "wrap"
-    assert grade.find_root(tmp_path / "wrap", ["a1"]) == tmp_path / "wrap"
+    assert submissions.find_root(tmp_path, ["a1"]) == tmp_path / "wrap"
+    assert submissions.find_root(tmp_path / "wrap", ["a1"]) == tmp_path / "wrap"
 
 
 def test_extract_zip_skips_unsafe_entries_and_refuses_bombs(tmp_path):
@@ -201,7 +201,7 @@ def test_extract_zip_skips_unsafe_entries_and_refuses_bombs(tmp_path):
         zf.writestr(link, "/etc/passwd")
     dest = tmp_path / "out"
     dest.mkdir()
-    warnings = grade.extract_zip(archive, dest)
+    warnings = submissions.extract_zip(archive, dest)
     assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file()) == ["class/ann/a1/nb.ipynb"]
     assert len(warnings) == 3 and not (tmp_path / "escaped.txt").exists()
     with zipfile.ZipFile(tmp_path / "bomb.zip", "w", zipfile.ZIP_DEFLATED) as zf:
@@ -213,11 +213,11 @@ def test_extract_zip_skips_unsafe_entries_and_refuses_bombs(tmp_path):
     ):
         target = tmp_path / why
         target.mkdir()
-        with pytest.raises(grade.GradingError, match=why):
-            grade.extract_zip(tmp_path / "bomb.zip", target, limits)
+        with pytest.raises(submissions.GradingError, match=why):
+            submissions.extract_zip(tmp_path / "bomb.zip", target, limits)
     (tmp_path / "notzip.zip").write_text("hello")
-    with pytest.raises(grade.GradingError, match="not a readable zip"):
-        grade.extract_zip(tmp_path / "notzip.zip", tmp_path)
+    with pytest.raises(submissions.GradingError, match="not a readable zip"):
+        submissions.extract_zip(tmp_path / "notzip.zip", tmp_path)
 
 
 def test_refuses_to_grade_without_bwrap(tmp_path, monkeypatch, capsys):
