@@ -35,15 +35,12 @@ def isolated_data_env(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _one_thread_per_worker():
-    """Under pytest-xdist each worker takes one core: torch's intra-op threads would otherwise oversubscribe the
-    machine (two workers x two threads on two cores makes small models ten times slower)."""
+def _one_torch_thread():
+    """The suite's models and tensors are tiny: one torch thread runs them fastest, and with pytest-xdist each
+    worker then takes one core (two workers x two threads on two cores made small models ten times slower)."""
     import torch
 
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        previous = torch.get_num_threads()
-        torch.set_num_threads(1)
-        yield
-        torch.set_num_threads(previous)
-    else:
-        yield
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)

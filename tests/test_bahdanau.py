@@ -240,17 +240,8 @@ def _reverse_batch(n, g):
     return src, tgt, lens + 1, label
 
 
-@pytest.fixture
-def one_thread():
-    """Tiny models train faster on one thread than on several competing ones; restore the setting after."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.slow
-def test_learns_to_reverse_sequences(one_thread):
+def test_learns_to_reverse_sequences():
     """A small attention seq2seq learns to reverse held-out sequences (greedy decoding) in a few hundred steps."""
     torch.manual_seed(0)
     vocab = 3 + NSYM

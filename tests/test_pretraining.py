@@ -18,16 +18,6 @@ from qkv.pretraining import (
     prefix_lm_mask,
 )
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run several times faster on one thread, above all on a busy machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 # ---------------------------------------------------------------- masks, against loops written here
 
 

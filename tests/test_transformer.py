@@ -352,20 +352,15 @@ def test_copy_task_is_learned():
     for embedding in (model.encoder.embedding, model.decoder.embedding):
         nn.init.normal_(embedding.weight, std=N_copy**-0.5)
     optimizer = model.configure_optimizers()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: threads only add overhead
-    try:
-        for _ in range(200):
-            src = torch.randint(2, V, (B, T))
-            dec_in = torch.cat([torch.full((B, 1), bos), src[:, :-1]], dim=1)  # (B, 1) + (B, T - 1) -> (B, T)
-            loss = model.loss(model(src, dec_in, torch.full((B,), T)), src)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-        src = torch.randint(2, V, (200, T))
-        predicted, _ = model.predict_step((src, torch.full((200, 1), bos), torch.full((200,), T), src), "cpu", T)
-    finally:
-        torch.set_num_threads(threads)
+    for _ in range(200):
+        src = torch.randint(2, V, (B, T))
+        dec_in = torch.cat([torch.full((B, 1), bos), src[:, :-1]], dim=1)  # (B, 1) + (B, T - 1) -> (B, T)
+        loss = model.loss(model(src, dec_in, torch.full((B,), T)), src)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    src = torch.randint(2, V, (200, T))
+    predicted, _ = model.predict_step((src, torch.full((200, 1), bos), torch.full((200,), T), src), "cpu", T)
     accuracy = (predicted == src).float().mean().item()
     assert accuracy > 0.95, f"copy accuracy {accuracy:.3f} after training; expected > 0.95"
 

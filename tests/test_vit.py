@@ -11,15 +11,6 @@ from torch import nn
 from qkv.vit import PatchEmbedding, ViT, ViTBlock, ViTConfig, ViTMLP
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run several times faster on one thread, above all on a busy machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def small_vit(**kw) -> ViT:
     args = dict(
         img_size=12,
