@@ -47,8 +47,12 @@ constraints: $(STAMP)
 	$(BIN)/python -m pip freeze --exclude-editable | sed -E 's/^torch==(.*)\+cpu$$/torch==\1/' > constraints.new
 	@echo "wrote constraints.new: review, move it over constraints.txt (keep its header), then run: $(BIN)/python -m autograder.envfile"
 
-clean:
-	rm -rf _build
+clean:  # keeps the nbgrader course when it has a gradebook: that holds the class's grades
+	@if [ -f _build/course/gradebook.db ]; then \
+		find _build -mindepth 1 -maxdepth 1 ! -name course -exec rm -rf {} +; \
+		echo "removed _build/ except _build/course/, whose gradebook.db holds your class's grades"; \
+		echo "(to remove those too: rm -rf _build/course)"; \
+	else rm -rf _build; fi
 
 release: $(STAMP)
 	$(BIN)/python -m autograder.course

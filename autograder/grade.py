@@ -279,18 +279,36 @@ class Result:
     reason: str
     score: float
     max_score: float
-    exercises: dict[str, float | None]  # grade_id -> points (None: waits for manual grading)
+    exercises: dict[str, float | None]  # grade_id -> points (a grader's score if given; None: waits for one)
     max_points: dict[str, float]
     seconds: float = 0.0
+    waiting: tuple[str, ...] = ()  # grade_ids that wait for a person (formgrader), in notebook order
+    seconds_late: float = 0.0  # after the due date (nbgrader's timestamp and due date), 0 when on time
+    late_penalty: float = 0.0  # points taken off by nbgrader's late-submission plugin (already out of score)
 
     @property
     def key(self) -> tuple[str, str, str]:
         return self.student, self.assignment, self.notebook
 
 
-def save_grades(nb, course: Course, sub: Submission, zero: bool) -> tuple[dict, dict]:
-    """Score the executed notebook with nbgrader (``SaveAutoGrades``: ``determine_grade`` per grade cell)
-    into the gradebook; returns ``(points, max_points)`` per grade_id as the gradebook now holds them."""
+@dataclasses.dataclass
+class Scores:
+    """What the gradebook holds for one submitted notebook after autograding."""
+
+    points: dict[str, float | None]  # grade_id -> a grader's score if given, else the autograder's
+    max_points: dict[str, float]
+    waiting: tuple[str, ...]  # grade_ids with no score yet: written answers before a person grades them
+    seconds_late: float
+    late_penalty: float
+
+
+def save_grades(nb, course: Course, sub: Submission, zero: bool) -> Scores:
+    """Score the executed notebook with nbgrader (``SaveAutoGrades``: ``determine_grade`` per grade cell, then
+    ``AssignLatePenalties``) into the gradebook, and read back what it now holds.
+
+    A score a grader gave in the formgrader (``manual_score``) is kept and wins over the autograder's, as in
+    nbgrader; grading again never loses it. ``zero`` (nothing ran) zeroes the autograder's scores only.
+    """
     from nbgrader.api import Gradebook
     from nbgrader.preprocessors import AssignLatePenalties, IgnorePattern, LimitOutput, SaveAutoGrades
 
@@ -298,20 +316,33 @@ def save_grades(nb, course: Course, sub: Submission, zero: bool) -> tuple[dict, 
         warnings.simplefilter("ignore")
         with Gradebook(course.db_url, course.course_id) as gb:
             gb.update_or_create_student(sub.student)
-            gb.update_or_create_submission(sub.assignment, sub.student)
+            stamp = {"timestamp": sub.timestamp} if sub.timestamp is not None else {}
+            gb.update_or_create_submission(sub.assignment, sub.student, **stamp)
         resources = _resources(course, sub)
-        for pp in (IgnorePattern, LimitOutput, SaveAutoGrades, AssignLatePenalties):
+        for pp in (IgnorePattern, LimitOutput, SaveAutoGrades):
             nb, resources = _quiet(pp(config=course.config)).preprocess(nb, resources)
-        points, max_points = {}, {}
+        if zero:
+            with Gradebook(course.db_url, course.course_id) as gb:
+                submitted = gb.find_submission_notebook(sub.notebook, sub.assignment, sub.student)
+                for grade in submitted.grades:
+                    if grade.auto_score:
+                        grade.auto_score = 0.0
+                        grade.needs_manual_grade = grade.manual_score is not None
+                gb.db.commit()
+        nb, resources = _quiet(AssignLatePenalties(config=course.config)).preprocess(nb, resources)
+        points, max_points, waiting = {}, {}, []
         with Gradebook(course.db_url, course.course_id) as gb:
             submitted = gb.find_submission_notebook(sub.notebook, sub.assignment, sub.student)
             for grade in submitted.grades:
-                if zero and grade.auto_score:
-                    grade.auto_score, grade.needs_manual_grade = 0.0, False
-                points[grade.name] = grade.auto_score
+                points[grade.name] = grade.manual_score if grade.manual_score is not None else grade.auto_score
                 max_points[grade.name] = grade.max_score
-            gb.db.commit()
-    return points, max_points
+                if points[grade.name] is None:
+                    waiting.append(grade.name)
+            late = float(gb.find_submission(sub.assignment, sub.student).total_seconds_late)
+            penalty = float(submitted.late_submission_penalty or 0.0)
+    order = {c.metadata.get("nbgrader", {}).get("grade_id"): i for i, c in enumerate(nb.cells)}
+    waiting.sort(key=lambda gid: order.get(gid, len(order)))
+    return Scores(points, max_points, tuple(waiting), late, penalty)
 
 
 def write_notebook(nb, path: Path) -> None:
@@ -377,14 +408,18 @@ def finish(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:
         if prep.tampered:
             notes.append("edited locked cells were replaced by the course's: " + "; ".join(prep.tampered))
         fill_outputs(nb, run, f"not run: {run.detail}")
-    points, max_points = save_grades(nb, course, sub, zero=prep.status is not None)
+    if sub.timestamp_note:
+        notes.append(sub.timestamp_note)
+    scores = save_grades(nb, course, sub, zero=prep.status is not None)
     write_notebook(nb, course.root / "autograded" / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
     if sub.path is not None and sub.path.is_file() and not sub.path.is_symlink():
         dest = course.root / "submitted" / sub.student / sub.assignment / f"{sub.notebook}.ipynb"
         if dest.resolve() != sub.path.resolve() and sub.path.stat().st_size <= MAX_NOTEBOOK_BYTES:
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(sub.path, dest)
-    score = sum(p for p in points.values() if p is not None)
+    if scores.seconds_late > 0:
+        notes.append(f"handed in {_duration(scores.seconds_late)} after the due date")
+    score = sum(p for p in scores.points.values() if p is not None) - scores.late_penalty
     return Result(
         sub.student,
         sub.assignment,
@@ -392,11 +427,25 @@ def finish(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:
         status,
         "; ".join(n for n in notes if n),
         float(score),
-        float(sum(max_points.values())),
-        points,
-        max_points,
+        float(sum(scores.max_points.values())),
+        scores.points,
+        scores.max_points,
         run.seconds if run is not None else 0.0,
+        scores.waiting,
+        scores.seconds_late,
+        scores.late_penalty,
     )
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` as a person would say it: 45 s, 12 min, 3.5 h, 2.0 days."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 def finish_safely(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:

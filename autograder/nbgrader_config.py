@@ -21,3 +21,8 @@ c.ClearHiddenTests.end_test_delimeter = "END HIDDEN TESTS"
 c.ClearOutput.enabled = True
 c.ExecutePreprocessor.timeout = 300
 c.Execute.timeout = 300
+
+# Your own settings (a late-submission penalty, a timezone...) go in nbgrader_config_local.py beside this file:
+# `make release` rewrites this file but never that one. Due dates live in the gradebook:
+#   nbgrader db assignment add SLUG --duedate="2026-12-10 23:59:00 UTC"
+load_subconfig("nbgrader_config_local.py")  # noqa: F821 (provided by nbgrader; a missing file is skipped)

@@ -1,12 +1,15 @@
 """What an instructor reads after grading: ``grades.csv``, ``report.html`` + ``report.png``, nbgrader feedback.
 
-* ``grades.csv``: one row per (student, assignment, notebook) with ``score``,
-  ``max_score``, ``status``, ``reason`` and one column per exercise (grade_id;
-  empty where the exercise waits for manual grading or is not in that assignment).
+* ``grades.csv``: one row per (student, assignment, notebook) with ``score``
+  (after any late penalty), ``max_score``, ``status``, ``reason``,
+  ``late_penalty``, ``seconds_late``, ``ungraded`` (how many exercises wait for
+  a person in the formgrader) and one column per exercise (grade_id; empty where
+  the exercise waits for a person or is not in that assignment). A score a
+  grader gave in the formgrader is the exercise's score.
 * ``report.png``: per exercise, the share of the class with full marks (bars),
-  and the histogram of grades (as a percentage of the maximum).
-* ``report.html``: the same figure, a count of results per status, and the
-  table of every result with its reason.
+  and the histogram of grades (as a percentage of the maximum of what is scored).
+* ``report.html``: the same figure, a count of results per status, what still
+  waits for a person, and the table of every result with its reason.
 * Feedback: nbgrader's own ``generate_feedback`` on the autograded notebooks,
   in ``COURSE/feedback/STUDENT/ASSIGNMENT/``.
 """
@@ -21,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 FIELDS = ("student", "assignment", "notebook", "score", "max_score", "status", "reason")
+LATE_FIELDS = ("late_penalty", "seconds_late", "ungraded")
 
 
 def exercise_columns(results) -> list[str]:
@@ -38,43 +42,50 @@ def _number(value) -> str:
     return f"{value:g}"
 
 
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def write_csv(results, path: Path) -> Path:
     """``grades.csv``: one row per result, one column per exercise (see the module docstring)."""
     columns = exercise_columns(results)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow([*FIELDS, *columns])
+        writer.writerow([*FIELDS, *LATE_FIELDS, *columns])
         for r in results:
             row = [r.student, r.assignment, r.notebook, _number(r.score), _number(r.max_score), r.status, r.reason]
+            row += [_number(r.late_penalty), f"{r.seconds_late:.0f}", str(len(r.waiting))]
             row += [_number(r.exercises.get(gid)) if gid in r.max_points else "" for gid in columns]
             writer.writerow(row)
     return path
 
 
-def auto_graded(results) -> list[str]:
-    """The exercises the autograder scores (the others, written answers, wait for a person)."""
-    ran = [r for r in results if r.status not in ("missing", "invalid notebook")]
-    return [g for g in exercise_columns(results) if any(r.exercises.get(g) is not None for r in ran)]
+def scored(results) -> list[str]:
+    """The exercises with a score for someone: every autograded one, and the written answers once a person
+    has graded some (the others wait for the formgrader)."""
+    return [g for g in exercise_columns(results) if any(r.exercises.get(g) is not None for r in results)]
 
 
 def pass_rates(results) -> dict[str, float]:
-    """Per auto-graded exercise: the share of the notebooks expected to answer it that earned its full points
-    (a missing or invalid notebook counts as not passing)."""
+    """Per scored exercise: the share of the notebooks with a score for it that earned its full points
+    (a missing or invalid notebook has zero for every autograded exercise, so it counts as not passing)."""
     rates = {}
-    for gid in auto_graded(results):
-        expected = [r for r in results if gid in r.max_points]
-        rates[gid] = sum((r.exercises.get(gid) or 0) >= r.max_points[gid] for r in expected) / len(expected)
+    for gid in scored(results):
+        known = [r for r in results if gid in r.max_points and r.exercises.get(gid) is not None]
+        rates[gid] = sum(r.exercises[gid] >= r.max_points[gid] for r in known) / len(known)
     return rates
 
 
 def percentages(results) -> list[float]:
-    """Each notebook's auto-graded score as a percentage of the auto-graded maximum."""
-    auto = auto_graded(results)
+    """Each notebook's score as a percentage of the maximum of the exercises scored so far for it
+    (written answers count once a person has graded them); late penalties come off."""
     out = []
     for r in results:
-        top = sum(r.max_points[g] for g in auto if g in r.max_points)
+        known = [g for g, p in r.exercises.items() if p is not None and g in r.max_points]
+        top = sum(r.max_points[g] for g in known)
         if top:
-            out.append(100.0 * sum(r.exercises.get(g) or 0 for g in auto if g in r.max_points) / top)
+            got = sum(r.exercises[g] for g in known) - r.late_penalty
+            out.append(100.0 * max(got, 0.0) / top)
     return out
 
 
@@ -117,6 +128,28 @@ def write_report(results, out: Path) -> Path:
     )
     status_rows = "\n".join(f"<tr><td>{esc(s)}</td><td>{n}</td></tr>" for s, n in sorted(statuses.items()))
     rate_rows = "\n".join(f"<tr><td>{esc(g)}</td><td>{100 * p:.0f}%</td></tr>" for g, p in rates.items())
+    waiting = Counter(g for r in results for g in r.waiting)
+    if waiting:
+        wait_rows = "\n".join(
+            f"<tr><td>{esc(g)}</td><td>{waiting[g]}</td></tr>" for g in exercise_columns(results) if waiting[g]
+        )
+        count = _plural(sum(waiting.values()), "written answer has", "written answers have")
+        waits = f"""<h2>Waiting for a person</h2>
+<p>{count} no score yet. Grade them in nbgrader's formgrader (start
+<code>jupyter lab</code> in the course folder, then Nbgrader &rarr; Formgrader), then run the grading again:
+the scores a grader gives are kept and count.</p>
+<table><tr><th>exercise</th><th>notebooks</th></tr>
+{wait_rows}
+</table>"""
+    else:
+        waits = "<p>Every exercise of every notebook has a score.</p>"
+    late = [r for r in results if r.seconds_late > 0]
+    late_note = (
+        f"<p>{_plural(len(late), 'notebook was', 'notebooks were')} handed in after the due date "
+        f"({sum(r.late_penalty for r in late):g} points taken off in all).</p>"
+        if late
+        else ""
+    )
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Grading report</title>
 <style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse;margin-bottom:2em}}
@@ -124,6 +157,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
 <body>
 <h1>Grading report</h1>
 <p>{len(results)} notebooks graded.</p>
+{late_note}
 <img src="report.png" alt="Pass rate per exercise and histogram of grades" style="max-width:100%">
 <h2>Results by status</h2>
 <table><tr><th>status</th><th>notebooks</th></tr>
@@ -133,6 +167,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
 <table><tr><th>exercise</th><th>full marks</th></tr>
 {rate_rows}
 </table>
+{waits}
 <h2>Every result</h2>
 <table><tr><th>student</th><th>assignment</th><th>score</th><th>status</th><th>reason</th></tr>
 {rows}

@@ -13,6 +13,7 @@ import json
 import stat
 import warnings
 import zipfile
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -44,6 +45,8 @@ class Submission:
     notebook: str
     path: Path | None = None  # None: missing, and ``missing`` says what was found instead
     missing: str = ""
+    timestamp: datetime | None = None  # when it was handed in (nbgrader's ``timestamp.txt``), in UTC
+    timestamp_note: str = ""  # why a ``timestamp.txt`` beside it was not used
 
 
 def _entries(folder: Path) -> list[Path]:
@@ -124,6 +127,8 @@ def discover(root: Path, course: Course) -> list[Submission]:
             folder = student / assignment
             for notebook in course.notebooks[assignment]:
                 sub = Submission(student.name, assignment, notebook)
+                if folder.is_dir() and not folder.is_symlink():
+                    sub.timestamp, sub.timestamp_note = read_timestamp(folder)
                 path = folder / f"{notebook}.ipynb"
                 if folder.is_dir() and not folder.is_symlink() and (path.is_file() or path.is_symlink()):
                     sub.path = path
@@ -139,6 +144,38 @@ def discover(root: Path, course: Course) -> list[Submission]:
                     )
                 subs.append(sub)
     return subs
+
+
+MAX_TIMESTAMP_BYTES = 1024
+
+
+def read_timestamp(folder: Path) -> tuple[datetime | None, str]:
+    """The time an assignment was handed in, from nbgrader's ``timestamp.txt`` in ``folder`` (as ``nbgrader
+    collect`` and ``zip_collect`` leave it), as a naive UTC datetime like nbgrader's gradebook keeps.
+
+    Returns ``(None, "")`` when there is no such file, and ``(None, reason)`` when it cannot be used (the
+    submission is then graded as on time, and the reason is reported).
+    """
+    import dateutil.parser
+    from nbgrader.utils import parse_utc
+
+    path = folder / "timestamp.txt"
+    if not path.exists() and not path.is_symlink():
+        return None, ""
+    if path.is_symlink() or not path.is_file():
+        return None, "timestamp.txt is not a plain file; graded as on time"
+    if path.stat().st_size > MAX_TIMESTAMP_BYTES:
+        return None, f"timestamp.txt is over {MAX_TIMESTAMP_BYTES} bytes; graded as on time"
+    text = path.read_bytes().decode("utf-8", errors="replace").strip()
+    try:
+        # nbgrader writes "2026-12-01 18:30:00.250000 CET" (a zone name, which its parse_utc reads); it would
+        # take a numeric "+0200" as 200 seconds, so everything else goes to dateutil whole.
+        stamp = parse_utc(text) if text.split(" ")[-1].isalpha() else parse_utc(dateutil.parser.parse(text))
+    except Exception:  # noqa: BLE001 (dateutil raises several kinds of errors on odd text)
+        stamp = None
+    if not isinstance(stamp, datetime):
+        return None, f"timestamp.txt holds {text[:60]!r}, not a time nbgrader can read; graded as on time"
+    return stamp, ""
 
 
 def read_submission(path: Path) -> nbformat.NotebookNode:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import datetime
 import os
 import shutil
 import stat
@@ -147,20 +148,44 @@ def test_clean_outputs_keeps_only_known_fields_of_known_outputs():
     assert grade.clean_outputs({"output_type": "stream"}) == []
 
 
-def test_pass_rates_and_histogram_count_only_auto_graded_exercises():
+def test_pass_rates_and_histogram_count_what_is_scored_so_far():
     points = {"t1": 2.0, "t2": 1.0, "essay": 1.0}
 
-    def result(student, status, **ex):
-        return grade.Result(student, "a", "nb", status, "", sum(v or 0 for v in ex.values()), 4.0, ex, points)
+    def result(student, status, penalty=0.0, **ex):
+        total = sum(v or 0 for v in ex.values()) - penalty
+        waiting = tuple(g for g, v in ex.items() if v is None)
+        return grade.Result(student, "a", "nb", status, "", total, 4.0, ex, points, 0.0, waiting, 0.0, penalty)
 
     results = [
         result("ann", "graded", t1=2.0, t2=0.0, essay=None),
         result("bob", "graded", t1=2.0, t2=1.0, essay=None),
-        result("cy", "missing", t1=0.0, t2=0.0, essay=0.0),
+        result("cy", "missing", t1=0.0, t2=0.0, essay=None),
     ]
-    assert report.auto_graded(results) == ["t1", "t2"]  # the essay waits for a person
+    assert report.scored(results) == ["t1", "t2"]  # the essay waits for a person
     assert report.pass_rates(results) == {"t1": 2 / 3, "t2": 1 / 3}  # the missing notebook passes nothing
     assert report.percentages(results) == [200 / 3, 100.0, 0.0]
+    # A grader gives ann's essay its point, and bob was late and lost one point.
+    results[0] = result("ann", "graded", t1=2.0, t2=0.0, essay=1.0)
+    results[1] = result("bob", "graded", penalty=1.0, t1=2.0, t2=1.0, essay=None)
+    assert report.scored(results) == ["t1", "t2", "essay"]
+    assert report.pass_rates(results)["essay"] == 1.0  # of the essays graded so far
+    assert report.percentages(results) == [75.0, 200 / 3, 0.0]
+
+
+def test_read_timestamp_reads_nbgraders_file_and_refuses_odd_ones(tmp_path):
+    assert submissions.read_timestamp(tmp_path) == (None, "")
+    (tmp_path / "timestamp.txt").write_text("2026-12-01 18:30:00.250000 CET\n")
+    stamp, note = submissions.read_timestamp(tmp_path)
+    assert (stamp, note) == (datetime.datetime(2026, 12, 1, 17, 30, 0, 250000), "")  # naive UTC, as nbgrader keeps
+    (tmp_path / "timestamp.txt").write_text("2026-12-01T17:30:00+00:00")
+    assert submissions.read_timestamp(tmp_path)[0] == datetime.datetime(2026, 12, 1, 17, 30)
+    for content, why in (("yesterday, honest", "not a time"), ("1" * 2000, "over 1024 bytes")):
+        (tmp_path / "timestamp.txt").write_text(content)
+        stamp, note = submissions.read_timestamp(tmp_path)
+        assert stamp is None and why in note and "graded as on time" in note
+    (tmp_path / "timestamp.txt").unlink()
+    (tmp_path / "timestamp.txt").symlink_to("/etc/hostname")
+    assert "not a plain file" in submissions.read_timestamp(tmp_path)[1]
 
 
 def fake_course(tmp_path):
@@ -278,12 +303,13 @@ def test_cli_writes_grades_csv_report_and_feedback(graded_class):
     assert code == 0
     rows = {r["student"]: r for r in read_csv(root / "out" / "grades.csv")}
     header = list(next(iter(rows.values())))
-    assert header == [*report.FIELDS, *EXERCISES, "answer_exact_lookup", "answer_search_engine"]
+    assert header == [*report.FIELDS, *report.LATE_FIELDS, *EXERCISES, "answer_exact_lookup", "answer_search_engine"]
     assert [(r["score"], r["max_score"], r["status"]) for r in rows.values()] == [("6", "8", "graded")] * 2 + [
         ("4", "8", "graded")
     ]
     assert [rows["partly"][e] for e in EXERCISES] == ["3", "0", "1"]
     assert rows["good"]["answer_exact_lookup"] == ""  # waits for manual grading
+    assert [(r["late_penalty"], r["seconds_late"], r["ungraded"]) for r in rows.values()] == [("0", "0", "2")] * 3
     html = (root / "out" / "report.html").read_text()
     assert "<td>test_sharp_similarity</td><td>67%</td>" in html and "partly" in html
     assert (root / "out" / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -348,3 +374,61 @@ def test_a_zip_of_the_class_grades_the_same(graded_class, template, tmp_path):
     assert code == 0
     assert read_csv(tmp_path / "out" / "grades.csv") == read_csv(root / "out" / "grades.csv")
     assert not (tmp_path / "course" / "feedback").exists()  # --no-feedback
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_a_regrade_keeps_the_graders_scores_and_late_work_is_marked(template, tmp_path):
+    """The instructor's loop: grade, grade the written answers in the formgrader, grade again (a late
+    resubmission, say). The grader's scores survive and count; lateness comes from nbgrader's timestamp.txt
+    and the due date in the gradebook, and the penalty from nbgrader's late-submission plugin."""
+    from nbgrader.api import Gradebook
+
+    course_dir, subs, out = tmp_path / "course", tmp_path / "class", tmp_path / "out"
+    shutil.copytree(template, course_dir)
+    (course_dir / "nbgrader_config_local.py").write_text('c.LateSubmissionPlugin.penalty_method = "zero"\n')
+    make_class(subs, course_dir)
+    due = datetime.datetime(2026, 12, 1, 12, 0)
+    (subs / "partly" / SLUG / "timestamp.txt").write_text("2026-12-01 15:00:00 UTC")  # three hours late
+    (subs / "good_too" / SLUG / "timestamp.txt").write_text("2026-12-01 13:00:00 +0200")  # 11:00 UTC: on time
+    (subs / "good" / SLUG / "timestamp.txt").write_text("last tuesday")
+    args = [str(subs), "--course", str(course_dir), "--jobs", "2", "--out", str(out), "--quiet", "--no-feedback"]
+    db = f"sqlite:///{course_dir / 'gradebook.db'}"
+    with Gradebook(db) as gb:
+        gb.update_or_create_assignment(SLUG, duedate=due)
+    assert grade.main(args) == 0
+    rows = {r["student"]: r for r in read_csv(out / "grades.csv")}
+    assert (rows["partly"]["score"], rows["partly"]["late_penalty"], rows["partly"]["seconds_late"]) == (
+        "0",
+        "4",
+        "10800",
+    )
+    assert "3.0 h after the due date" in rows["partly"]["reason"]
+    assert (rows["good_too"]["score"], rows["good_too"]["seconds_late"]) == ("6", "0")
+    assert rows["good"]["score"] == "6" and "'last tuesday', not a time" in rows["good"]["reason"]
+
+    # A grader gives good's two written answers 1 and 0 points (as the formgrader does), then the class is
+    # graded again: the scores stay in the gradebook and count in grades.csv.
+    with Gradebook(db) as gb:
+        for grade_cell in gb.find_submission_notebook(SLUG, SLUG, "good").grades:
+            if grade_cell.name.startswith("answer"):
+                grade_cell.manual_score = 1.0 if grade_cell.name == "answer_exact_lookup" else 0.0
+                grade_cell.needs_manual_grade = False
+        gb.db.commit()
+    assert grade.main(args) == 0
+    rows = {r["student"]: r for r in read_csv(out / "grades.csv")}
+    good = rows["good"]
+    assert (good["score"], good["answer_exact_lookup"], good["answer_search_engine"], good["ungraded"]) == (
+        "7",
+        "1",
+        "0",
+        "0",
+    )
+    assert rows["good_too"]["ungraded"] == "2" and rows["good_too"]["answer_exact_lookup"] == ""
+    with Gradebook(db) as gb:
+        scores = {g.name: g.manual_score for g in gb.find_submission_notebook(SLUG, SLUG, "good").grades}
+        assert scores["answer_exact_lookup"] == 1.0 and scores["answer_search_engine"] == 0.0
+        assert gb.find_submission(SLUG, "partly").total_seconds_late == 10800
+    page = (out / "report.html").read_text()
+    assert "1 notebook was handed in after the due date (4 points taken off in all)" in page
+    assert "<h2>Waiting for a person</h2>" in page and "<tr><td>answer_exact_lookup</td><td>2</td></tr>" in page
