@@ -3,7 +3,9 @@
 The pure parts (finding submissions, extracting zips, rebuilding the notebook to
 run, cleaning outputs) are checked directly; a small class is then graded by the
 command line into a copy of a built course, and nbgrader's own ``export`` and
-``generate_feedback`` are run on the result.
+``generate_feedback`` are run on the result. Last, a real Jupyter server runs nbgrader's formgrader on a copy
+of the graded course: the test uses its pages and JSON API as the browser does, gives written answers their
+points, and grades again.
 """
 
 from __future__ import annotations
@@ -11,10 +13,16 @@ from __future__ import annotations
 import copy
 import csv
 import datetime
+import json
 import os
 import shutil
+import socket
 import stat
 import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -432,3 +440,93 @@ def test_a_regrade_keeps_the_graders_scores_and_late_work_is_marked(template, tm
     page = (out / "report.html").read_text()
     assert "1 notebook was handed in after the due date (4 points taken off in all)" in page
     assert "<h2>Waiting for a person</h2>" in page and "<tr><td>answer_exact_lookup</td><td>2</td></tr>" in page
+
+
+# ---------------------------------------------------------------- nbgrader's formgrader on the result
+
+TOKEN = "formgrader-test"
+
+
+class Formgrader:
+    """A Jupyter server (with nbgrader's extensions) in ``root``, and requests to it."""
+
+    def __init__(self, root: Path, log: Path):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.base = f"http://127.0.0.1:{port}"
+        runtime = root.parent / "jupyter"
+        env = course.venv_env() | {
+            "JUPYTER_RUNTIME_DIR": str(runtime / "runtime"),
+            "JUPYTER_CONFIG_DIR": str(runtime / "config"),
+        }
+        cmd = [str(Path(sys.executable).with_name("jupyter")), "server", "--no-browser", "--allow-root"]
+        cmd += [f"--port={port}", "--ServerApp.port_retries=0", "--ServerApp.ip=127.0.0.1"]
+        cmd += [f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}"]
+        self.log = log
+        self.proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if self.get("/formgrader/api/status") == {"status": True}:
+                    return
+            except (urllib.error.URLError, ConnectionError):
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                pytest.fail(f"the Jupyter server did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.3)
+
+    def request(self, path: str, method: str = "GET", body=None) -> tuple[int, str]:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base + path, data, {"Authorization": f"token {TOKEN}"}, method=method)
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, resp.read().decode()
+
+    def get(self, path: str):
+        return json.loads(self.request(path)[1])
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_the_formgrader_shows_the_graded_class_and_its_scores_survive_a_regrade(graded_class, tmp_path):
+    root, _ = graded_class
+    course_dir = tmp_path / "course"
+    shutil.copytree(root / "course", course_dir)
+    server = Formgrader(course_dir, tmp_path / "server.log")
+    try:
+        listed = server.get(f"/formgrader/api/submitted_notebooks/{SLUG}/{SLUG}")
+        assert {s["student"]: s["score"] for s in listed} == {"good": 6.0, "good_too": 6.0, "partly": 4.0}
+        assert all(s["needs_manual_grade"] for s in listed)  # the written answers wait for a person
+        partly = next(s for s in listed if s["student"] == "partly")
+
+        status, page = server.request(f"/formgrader/submissions/{partly['id']}/")
+        assert status == 200 and f"partly/{SLUG}/{SLUG}" in page
+        for gid in ("test_sharp_similarity", "answer_exact_lookup", "answer_search_engine"):
+            assert f'class="score tabbable" id="{gid}"' in page  # a score box per graded cell
+
+        grades = {g["name"]: g for g in server.get(f"/formgrader/api/grades?submission_id={partly['id']}")}
+        assert (grades["test_sharp_similarity"]["auto_score"], grades["answer_exact_lookup"]["auto_score"]) == (0, None)
+        for gid, points in (("answer_exact_lookup", 1), ("answer_search_engine", 0.5)):
+            status, body = server.request(f"/formgrader/api/grade/{grades[gid]['id']}", "PUT", {"manual_score": points})
+            assert status == 200 and json.loads(body)["manual_score"] == points
+    finally:
+        server.close()
+
+    out = tmp_path / "out"
+    args = [str(root / "class"), "--course", str(course_dir), "--jobs", "2", "--out", str(out), "--quiet"]
+    assert grade.main([*args, "--no-feedback"]) == 0
+    rows = {r["student"]: r for r in read_csv(out / "grades.csv")}
+    assert (rows["partly"]["score"], rows["partly"]["answer_search_engine"], rows["partly"]["ungraded"]) == (
+        "5.5",
+        "0.5",
+        "0",
+    )
+    assert rows["good"]["score"] == "6" and rows["good"]["ungraded"] == "2"
