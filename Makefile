@@ -10,12 +10,13 @@ export QKV_DATA_DIR ?= $(abspath ../shared/data)
 EDITION ?= student
 JOBS ?= 2
 
-.PHONY: book test lint format release grade bench clean constraints help
+.PHONY: book test lint format release notebooks grade bench clean constraints help
 
 help:
 	@echo "make book [EDITION=student|solutions]   build the book under _build/<edition>/html"
 	@echo "make test                               lint, then the whole test suite"
 	@echo "make release                            the nbgrader course and its student release"
+	@echo "make notebooks                          the sections as .ipynb for Colab (_build/notebooks)"
 	@echo "make grade SUBMISSIONS=DIR|ZIP          autograde a class"
 	@echo "make bench                              run the benchmarks in benchmarks/"
 
@@ -56,6 +57,9 @@ clean:  # keeps the nbgrader course when it has a gradebook: that holds the clas
 
 release: $(STAMP)
 	$(BIN)/python -m autograder.course
+
+notebooks: $(STAMP)
+	$(BIN)/python -m autograder.colab
 
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR|ZIP [GRADE_ARGS='--jobs 4 --deadline 300']  (nbgrader layout STUDENT/ASSIGNMENT/NOTEBOOK.ipynb)" >&2; exit 2; }

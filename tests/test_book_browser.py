@@ -21,7 +21,7 @@ from urllib.parse import urldefrag, urlsplit
 import pytest
 import yaml
 
-from autograder import assemble, browser
+from autograder import assemble, browser, colab
 from autograder import notebooks as nbs
 
 pytestmark = pytest.mark.browser
@@ -298,6 +298,13 @@ def test_download_and_launch_buttons(reader, pages, name):
             assert any(url.startswith(base.rstrip("/")) for url in info["launches"]), (
                 f"{name}: no launch button for {key} ({base}); launch links: {info['launches']}"
             )
+        # Colab opens the .ipynb that `make notebooks` writes (autograder/colab.py), on its own branch.
+        url, _, colab_branch = colab.repository()
+        colab_links = [u for u in info["launches"] if u.startswith(expected["colab_url"].rstrip("/"))]
+        path = urlsplit(url).path
+        assert colab_links == [f"{expected['colab_url']}/github{path}/blob/{colab_branch}/{name}.ipynb"], (
+            f"{name}: the Colab button opens {colab_links}"
+        )
 
 
 # --- screenshots ---------------------------------------------------------------------------------------------------

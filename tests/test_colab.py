@@ -1,0 +1,74 @@
+"""The Colab notebooks (autograder/colab.py) and the book's Colab button (book/_ext/colab_launch.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+
+import nbformat
+import pytest
+
+from autograder import colab
+from autograder import notebooks as nbs
+
+
+def _launch_extension():
+    spec = importlib.util.spec_from_file_location("colab_launch", nbs.ROOT / "book" / "_ext" / "colab_launch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_colab_button_moves_from_the_md_source_to_the_ipynb_on_the_notebooks_branch():
+    ext = _launch_extension()
+    base = "https://colab.research.google.com/github/org/repo/blob"
+    assert ext.colab_url(f"{base}/main/./book/x.md", "notebooks") == f"{base}/notebooks/book/x.ipynb"
+    assert ext.colab_url(f"{base}/dev/book/y.md", "nb") == f"{base}/nb/book/y.ipynb"
+    assert ext.colab_url(f"{base}/main/book/z.ipynb", "nb") == f"{base}/main/book/z.ipynb"  # already a notebook
+    context = {
+        "header_buttons": [
+            {"label": "download-buttons", "buttons": [{"text": ".md", "url": f"{base}/main/book/x.md"}]},
+            {"label": "launch-buttons", "buttons": [{"text": "Colab", "url": f"{base}/main/book/x.md"}]},
+        ]
+    }
+    app = types.SimpleNamespace(config=types.SimpleNamespace(qkv_colab_branch="notebooks"))
+    ext._retarget(app, "book/x", "page.html", context, None)
+    assert context["header_buttons"][1]["buttons"][0]["url"] == f"{base}/notebooks/book/x.ipynb"
+    assert context["header_buttons"][0]["buttons"][0]["url"] == f"{base}/main/book/x.md"  # only Colab moves
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    out = tmp_path_factory.mktemp("notebooks")
+    return out, colab.write(out)
+
+
+def test_one_colab_notebook_per_section_with_the_books_cells_after_the_install_cell(written):
+    out, paths = written
+    sections = nbs.sections()
+    assert [p.relative_to(out).as_posix() for p in paths] == [f"book/{s.slug}.ipynb" for s in sections]
+    for section, path in zip(sections, paths, strict=True):
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+        book = nbs.read(section.path)
+        assert nb.cells[0].id == colab.COLAB_CELL_ID and nb.cells[0].cell_type == "code"
+        got = [(c.cell_type, c.source, c.metadata.get("nbgrader")) for c in nb.cells[1:]]
+        assert got == [(c.cell_type, c.source, c.metadata.get("nbgrader")) for c in book.cells], section.slug
+        assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+        assert "jupytext" not in nb.metadata and nb.metadata["kernelspec"]["language"] == "python"
+    assert "`notebooks` branch" in (out / "README.md").read_text()
+
+
+def test_the_install_cell_installs_qkv_on_colab_only(written, monkeypatch):
+    out, paths = written
+    source = nbformat.read(paths[0], as_version=4).cells[0].source
+    url, branch, _ = colab.repository()
+    calls = []
+    shell = types.SimpleNamespace(run_line_magic=lambda *args: calls.append(args))
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    exec(compile(source, "install", "exec"), {"get_ipython": lambda: shell})
+    assert calls == []  # not on Colab: nothing happens
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    exec(compile(source, "install", "exec"), {"get_ipython": lambda: shell})
+    assert calls == [("pip", f"install -q 'qkv @ git+{url}@{branch}'")]
