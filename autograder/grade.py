@@ -19,6 +19,10 @@ zero with a reason (``STATUSES``). Nothing a submission holds can stop the batch
   ``COURSE/autograded/STUDENT/ASSIGNMENT/``, nbgrader's feedback, ``grades.csv`` and
   the report (:mod:`autograder.report`). nbgrader's own ``formgrader``,
   ``generate_feedback`` and ``export`` work on the result.
+* Grading again loses nothing: a score a grader gave in the formgrader stays in
+  the gradebook and counts. A ``timestamp.txt`` beside a notebook (as ``nbgrader
+  collect`` leaves it) and the assignment's due date in the gradebook mark late
+  work; nbgrader's ``LateSubmissionPlugin`` sets the penalty.
 """
 
 from __future__ import annotations
