@@ -29,7 +29,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import assemble
+from autograder import assemble, colab
 from autograder import notebooks as nbs
 
 SLUG = "queries-keys-values"
@@ -376,6 +376,11 @@ def build(dest: Path, course: Path, repo: Path = nbs.ROOT, only_good: bool = Fal
     kernel = copy.deepcopy(solved)
     kernel.metadata["kernelspec"] = {"name": "evil", "display_name": "Evil", "language": "python"}
     add(Case("kernelspec", "graded", dict(FULL), "a changed kernelspec", reason="kernelspec"), kernel)
+    # A notebook done on Colab: the install cell in front, Colab's metadata.
+    on_colab = copy.deepcopy(solved)
+    on_colab.cells.insert(0, colab.install_cell(*colab.repository()[:2]))
+    on_colab.metadata["colab"] = {"provenance": []}
+    add(Case("colab", "graded", dict(FULL), "a notebook done on Colab (the install cell in front)"), on_colab)
 
     secrets = [
         course / "source" / SLUG / f"{SLUG}.ipynb",
