@@ -85,3 +85,20 @@ def test_solutions_hidden_tests_and_mutants_match_the_stubs(section):
     assert hidden == tests, f"hidden tests without a test cell: {hidden - tests}; test cells without: {tests - hidden}"
     mutants = {p.name for p in (assemble.MUTANTS / module).iterdir() if p.is_dir()}
     assert mutants == set(stubs), f"mutant folders {mutants} should be one per stub {set(stubs)}"
+
+
+#: Characters of code the book's column shows before a line scrolls sideways: 84 in a 1280-px-wide window
+#: (book/_assets/course.css's code font), 90 or more at other common widths.
+CODE_COLUMNS = 84
+
+
+@pytest.mark.parametrize("section", SECTIONS, ids=IDS)
+def test_code_cells_fit_the_books_column(section):
+    long = [
+        f"cell {i}: {len(line)} characters: {line.strip()[:60]}..."
+        for i, cell in enumerate(nbs.read(section.path).cells)
+        if cell.cell_type == "code"
+        for line in cell.source.splitlines()
+        if len(line) > CODE_COLUMNS
+    ]
+    assert not long, f"{section.slug}: rewrap these lines to {CODE_COLUMNS} characters:\n" + "\n".join(long)
