@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import copy
+import subprocess
+
 import nbformat
 import pytest
 
-from autograder import assemble, course
+from autograder import assemble, colab, corpus, course
 from autograder import notebooks as nbs
 
 SECTIONS = nbs.sections()
@@ -41,3 +44,36 @@ def test_source_holds_solutions_and_hidden_tests_and_release_does_not(released, 
     for path in (assemble.HIDDEN / assemble.module_name(section.slug)).glob("*.py"):
         first = next(line for line in path.read_text().splitlines() if line.strip() and not line.startswith("#"))
         assert first in text and first not in released_text, f"{path.name} in source, not in release"
+
+
+def _validate(path) -> str:
+    """``nbgrader validate PATH`` as a student runs it, from the notebook's folder; returns what it printed."""
+    result = subprocess.run(
+        [course.nbgrader_bin(), "validate", path.name],
+        cwd=path.parent,
+        env=course.venv_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_nbgrader_validate_passes_a_finished_notebook_and_names_what_is_left(tmp_path):
+    """The student's last step before handing in, on 11.1's release: finished (also on Colab, with the install
+    cell in front) it passes; as released, it names the stubs and the answers still to write."""
+    release = corpus.course_template((corpus.SLUG,)) / "release" / corpus.SLUG / f"{corpus.SLUG}.ipynb"
+    solved = corpus.solved_notebook(release, corpus.SLUG)
+    on_colab = copy.deepcopy(solved)
+    on_colab.cells.insert(0, colab.install_cell(*colab.repository()[:2]))
+    for name, nb in (("finished", solved), ("colab", on_colab), ("released", nbformat.read(release, as_version=4))):
+        nbformat.write(nb, str(tmp_path / f"{name}.ipynb"))
+    assert "Success! Your notebook passes all the tests." in _validate(tmp_path / "finished.ipynb")
+    assert "Success! Your notebook passes all the tests." in _validate(tmp_path / "colab.ipynb")
+    said = _validate(tmp_path / "released.ipynb")
+    # Three test cells fail on their stubs, and the two written answers are empty.
+    assert "VALIDATION FAILED ON 5 CELL(S)!" in said and "NotImplementedError" in said
+    assert said.count("You did not provide a response.") == 2
+    for stub in ("attention_pooling", "sharp_similarity", "averaging_similarity"):
+        assert f'print("{stub}: all visible tests passed")' in said, f"validate does not list {stub}'s test cell"
