@@ -46,9 +46,11 @@ _COLLECT_JS = """() => {
     return ids;
   };
   const images = [...article.querySelectorAll('img')].map(img => ({
-    src: img.getAttribute('src'), width: img.naturalWidth, complete: img.complete, sections: sectionsOf(img)}));
-  const svgs = [...article.querySelectorAll('.cell_output svg')].map(svg => ({
-    src: 'inline svg', width: svg.getBoundingClientRect().width, complete: true, sections: sectionsOf(svg)}));
+    src: img.getAttribute('src'), alt: img.getAttribute('alt'), width: img.naturalWidth, complete: img.complete,
+    sections: sectionsOf(img)}));
+  const svgs = [...article.querySelectorAll('.cell_output svg')].filter(svg => !svg.closest('button')).map(svg => ({
+    src: 'inline svg', alt: svg.getAttribute('aria-label'), width: svg.getBoundingClientRect().width,
+    complete: true, sections: sectionsOf(svg)}));
   const untypeset = [...document.querySelectorAll('.math')].filter(m => !m.querySelector('mjx-container'))
     .map(m => m.textContent.trim().slice(0, 120));
   const mathErrors = [...document.querySelectorAll('mjx-merror')]
@@ -239,6 +241,19 @@ def test_each_section_shows_its_figures(pages, executed, name):
         f"{len(figures)}: {[f['src'] for f in figures]}"
     )
     assert any(GLANCE_SECTION in f["sections"] for f in figures), f"{name}: no figure under 'At a glance' on the page"
+
+
+def _useful_alt(alt: str | None) -> bool:
+    """Alt text that tells a reader who cannot see the figure what it shows (not a file name, not a stub)."""
+    alt = (alt or "").strip()
+    return len(alt) >= 25 and "_images/" not in alt and not re.search(r"\.(svg|png|jpe?g)$", alt)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_figure_has_alt_text(pages, name):
+    figures = pages(name).info["figures"]
+    bad = [f"{f['src']} (alt {f['alt']!r}) in {f['sections'][:1]}" for f in figures if not _useful_alt(f["alt"])]
+    assert not bad, f"{name}: figures without useful alt text (the cell's mystnb: image: alt:):\n" + "\n".join(bad)
 
 
 # --- navigation --------------------------------------------------------------------------------------------------
