@@ -33,6 +33,7 @@ import dataclasses
 import logging
 import os
 import queue
+import re
 import shutil
 import sys
 import tempfile
@@ -289,10 +290,37 @@ class Result:
     waiting: tuple[str, ...] = ()  # grade_ids that wait for a person (formgrader), in notebook order
     seconds_late: float = 0.0  # after the due date (nbgrader's timestamp and due date), 0 when on time
     late_penalty: float = 0.0  # points taken off by nbgrader's late-submission plugin (already out of score)
+    failures: dict[str, str] = dataclasses.field(default_factory=dict)  # test grade_id -> what failed, one line
 
     @property
     def key(self) -> tuple[str, str, str]:
         return self.student, self.assignment, self.notebook
+
+
+_DETAIL = re.compile(r"\s*\((?:largest error )?at index .*\)$")  # "(largest error at index (0, 1))"
+
+
+def failure_summary(output) -> str:
+    """One line saying what an error output of a test cell says went wrong, the same for every student who
+    made the same mistake: a failed check's first line (its index details dropped), else ``Error: message``."""
+    ename, evalue = _text(output.get("ename", "")), _text(output.get("evalue", ""))
+    first = evalue.strip().splitlines()[0].strip() if evalue.strip() else ""
+    if ename == "AssertionError" and first:
+        return _DETAIL.sub("", first)[:160]
+    return f"{ename}: {first}"[:160] if first else ename[:160]
+
+
+def failures(nb) -> dict[str, str]:
+    """For each test cell (nbgrader grade cell that is not an answer) that raised: its :func:`failure_summary`."""
+    found = {}
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+            continue
+        error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+        if error is not None:
+            found[meta.get("grade_id", "?")] = failure_summary(error)
+    return found
 
 
 @dataclasses.dataclass
@@ -438,6 +466,7 @@ def finish(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:
         scores.waiting,
         scores.seconds_late,
         scores.late_penalty,
+        failures(nb) if prep.status is None else {},
     )
 
 
@@ -577,6 +606,7 @@ def grade(
 
     out.mkdir(parents=True, exist_ok=True)
     report.write_csv(results, out / "grades.csv")
+    report.write_failures(results, out / "failures.csv")
     report.write_report(results, out)
     if feedback:
         report.generate_feedback(course, sorted({r.assignment for r in results}), jobs or os.cpu_count() or 1)

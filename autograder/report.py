@@ -8,8 +8,11 @@
   grader gave in the formgrader is the exercise's score.
 * ``report.png``: per exercise, the share of the class with full marks (bars),
   and the histogram of grades (as a percentage of the maximum of what is scored).
-* ``report.html``: the same figure, a count of results per status, what still
-  waits for a person, and the table of every result with its reason.
+* ``report.html``: the same figure, a count of results per status, the most
+  frequent failures of each test, what still waits for a person, and the table
+  of every result with its reason.
+* ``failures.csv``: one row per failed test of each notebook, with the first
+  line of what failed (a check's message, or the error).
 * Feedback: nbgrader's own ``generate_feedback`` on the autograded notebooks,
   in ``COURSE/feedback/STUDENT/ASSIGNMENT/``.
 """
@@ -58,6 +61,27 @@ def write_csv(results, path: Path) -> Path:
             row += [_number(r.exercises.get(gid)) if gid in r.max_points else "" for gid in columns]
             writer.writerow(row)
     return path
+
+
+def write_failures(results, path: Path) -> Path:
+    """``failures.csv``: one row per failed test of each notebook (student, assignment, notebook, exercise,
+    what failed), for sorting and filtering."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow([*FIELDS[:3], "exercise", "failure"])
+        for r in results:
+            for gid, what in r.failures.items():
+                writer.writerow([r.student, r.assignment, r.notebook, gid, what])
+    return path
+
+
+def common_failures(results, top: int = 3) -> dict[str, list[tuple[str, int]]]:
+    """Per test (in notebook order): its ``top`` most frequent failures with how many notebooks had each."""
+    counts: dict[str, Counter] = {}
+    for r in results:
+        for gid, what in r.failures.items():
+            counts.setdefault(gid, Counter())[what] += 1
+    return {g: counts[g].most_common(top) for g in exercise_columns(results) if g in counts}
 
 
 def scored(results) -> list[str]:
@@ -143,6 +167,22 @@ the scores a grader gives are kept and count.</p>
 </table>"""
     else:
         waits = "<p>Every exercise of every notebook has a score.</p>"
+    common = common_failures(results)
+    fail_rows = "\n".join(
+        f"<tr><td>{esc(g)}</td><td>{sum(g in r.failures for r in results)}</td><td>"
+        + "<br>".join(f"{esc(what)} <b>({n})</b>" for what, n in tops)
+        + "</td></tr>"
+        for g, tops in common.items()
+    )
+    mistakes = (
+        f"""<h2>What went wrong, by exercise</h2>
+<p>The most frequent failures of each test among the notebooks that ran (every one is in <code>failures.csv</code>).</p>
+<table><tr><th>exercise</th><th>failed in</th><th>most frequent failures (notebooks)</th></tr>
+{fail_rows}
+</table>"""
+        if common
+        else ""
+    )
     late = [r for r in results if r.seconds_late > 0]
     late_note = (
         f"<p>{_plural(len(late), 'notebook was', 'notebooks were')} handed in after the due date "
@@ -167,6 +207,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}
 <table><tr><th>exercise</th><th>full marks</th></tr>
 {rate_rows}
 </table>
+{mistakes}
 {waits}
 <h2>Every result</h2>
 <table><tr><th>student</th><th>assignment</th><th>score</th><th>status</th><th>reason</th></tr>

@@ -180,6 +180,47 @@ def test_pass_rates_and_histogram_count_what_is_scored_so_far():
     assert report.percentages(results) == [75.0, 200 / 3, 0.0]
 
 
+def test_failures_name_the_check_that_failed_the_same_way_for_everyone():
+    def error(ename, evalue):
+        return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[])
+
+    check = "scores differs from the reference (largest error at index (0, 1))\n  expected: -50\n  got:      50"
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            cell("code", "answer", grade_id="f", solution=True, grade=False),
+            cell("code", "test", grade_id="test_f", grade=True, solution=False, points=1),
+            cell("code", "test", grade_id="test_g", grade=True, solution=False, points=1),
+            cell("code", "test", grade_id="test_h", grade=True, solution=False, points=1),
+            cell("code", "answer with tests", grade_id="k", grade=True, solution=True, points=1),
+        ]
+    )
+    nb.cells[0].outputs = [error("NameError", "name 'x' is not defined")]  # an answer cell: not a test
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="hi\n"), error("AssertionError", check)]
+    nb.cells[2].outputs = [error("NotImplementedError", "")]
+    nb.cells[4].outputs = [error("ValueError", "bad")]
+    assert grade.failures(nb) == {"test_f": "scores differs from the reference", "test_g": "NotImplementedError"}
+    assert (
+        grade.failure_summary(error("TypeError", "f() takes 2 arguments\nmore")) == "TypeError: f() takes 2 arguments"
+    )
+
+    points = {"test_f": 1.0, "test_g": 1.0}
+
+    def result(student, **failed):
+        return grade.Result(student, "a", "nb", "graded", "", 0.0, 2.0, {}, points, failures=failed)
+
+    results = [
+        result("ann", test_g="NotImplementedError", test_f="x wrong"),
+        result("bob", test_f="x wrong"),
+        result("cy", test_f="y wrong"),
+        result("dee"),
+    ]
+    assert report.common_failures(results, top=1) == {
+        "test_f": [("x wrong", 2)],
+        "test_g": [("NotImplementedError", 1)],
+    }
+    assert report.common_failures(results)["test_f"] == [("x wrong", 2), ("y wrong", 1)]
+
+
 def test_read_timestamp_reads_nbgraders_file_and_refuses_odd_ones(tmp_path):
     assert submissions.read_timestamp(tmp_path) == (None, "")
     (tmp_path / "timestamp.txt").write_text("2026-12-01 18:30:00.250000 CET\n")
@@ -318,8 +359,18 @@ def test_cli_writes_grades_csv_report_and_feedback(graded_class):
     assert [rows["partly"][e] for e in EXERCISES] == ["3", "0", "1"]
     assert rows["good"]["answer_exact_lookup"] == ""  # waits for manual grading
     assert [(r["late_penalty"], r["seconds_late"], r["ungraded"]) for r in rows.values()] == [("0", "0", "2")] * 3
+    assert read_csv(root / "out" / "failures.csv") == [
+        {
+            "student": "partly",
+            "assignment": SLUG,
+            "notebook": SLUG,
+            "exercise": "test_sharp_similarity",
+            "failure": "scores differs from the reference",
+        }
+    ]
     html = (root / "out" / "report.html").read_text()
     assert "<td>test_sharp_similarity</td><td>67%</td>" in html and "partly" in html
+    assert "<td>test_sharp_similarity</td><td>1</td><td>scores differs from the reference <b>(1)</b></td>" in html
     assert (root / "out" / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for student in ("good", "good_too", "partly"):
         feedback = root / "course" / "feedback" / student / SLUG / f"{SLUG}.html"
