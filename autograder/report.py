@@ -114,11 +114,12 @@ def percentages(results) -> list[float]:
 
 
 def write_figure(results, path: Path) -> Path:
-    """``report.png``: pass rate per auto-graded exercise, and the histogram of auto-graded scores."""
+    """``report.png``: pass rate per scored exercise, and the histogram of scores (of what is scored so far)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     rates = pass_rates(results)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
@@ -130,8 +131,9 @@ def write_figure(results, path: Path) -> Path:
     left.set_xlabel("submissions with full marks (%)")
     left.set_title("Pass rate per exercise")
     right.hist(percentages(results), bins=[i * 10 for i in range(11)], color="tab:orange", edgecolor="black")
-    right.set_xlabel("auto-graded score (% of its maximum)")
+    right.set_xlabel("score (% of the points scored so far)")
     right.set_ylabel("submissions")
+    right.yaxis.set_major_locator(MaxNLocator(integer=True))  # whole submissions
     right.set_title(f"Grades of {len(results)} submissions")
     fig.savefig(path, dpi=100)
     plt.close(fig)
