@@ -150,6 +150,10 @@ def _points(**zeroed) -> dict[str, float]:
     return {**FULL, **{f"test_{k}": float(v) for k, v in zeroed.items()}}
 
 
+#: What a notebook that earns nothing gets (missing, or tampered under the default ``--tampered zero``).
+ZERO = {k: 0.0 for k in FULL}
+
+
 def _before(code: str, nb, grade_id: str) -> nbformat.NotebookNode:
     """``nb`` with ``code`` run at the top of answer cell ``grade_id`` (whose answer stays right)."""
     return with_answer(nb, grade_id, textwrap.dedent(code).strip() + "\n\n" + find_cell(nb, grade_id).source)
@@ -299,10 +303,9 @@ def build(dest: Path, course: Path, repo: Path = nbs.ROOT, only_good: bool = Fal
             ),
             content,
         )
-    zero = _points(attention_pooling=0, sharp_similarity=0, averaging_similarity=0)
-    cases.append(Case("missing", "missing", zero, "an assignment folder without the notebook", reason="found"))
+    cases.append(Case("missing", "missing", ZERO, "an assignment folder without the notebook", reason="found"))
     (dest / "missing" / SLUG).mkdir(parents=True, exist_ok=True)
-    cases.append(Case("misnamed", "missing", zero, "the notebook under another name", reason="Untitled.ipynb"))
+    cases.append(Case("misnamed", "missing", ZERO, "the notebook under another name", reason="Untitled.ipynb"))
     _write(dest, "misnamed", solved, name="Untitled.ipynb")
 
     deleted = copy.deepcopy(solved)
@@ -352,7 +355,7 @@ def build(dest: Path, course: Path, repo: Path = nbs.ROOT, only_good: bool = Fal
         Case(
             "edited_test",
             "tampered",
-            _points(sharp_similarity=0),
+            ZERO,  # with --tampered keep: _points(sharp_similarity=0), the course's test having run
             "a wrong answer with its test cell replaced by pass",
             reason="test_sharp_similarity (source changed)",
         ),
@@ -367,7 +370,7 @@ def build(dest: Path, course: Path, repo: Path = nbs.ROOT, only_good: bool = Fal
         Case(
             "forged_metadata",
             "tampered",
-            _points(averaging_similarity=0),
+            ZERO,  # with --tampered keep: _points(averaging_similarity=0)
             "forged points, checksum and schema_version",
             reason="metadata points",
         ),

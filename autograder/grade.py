@@ -11,7 +11,9 @@ zero with a reason (``STATUSES``). Nothing a submission holds can stop the batch
   instructor's copy (the release notebook, then nbgrader's ``OverwriteCells`` puts
   the hidden tests back from the gradebook); only the sources of the submission's
   answer cells (nbgrader ``solution`` cells, matched by grade_id and cell type) are
-  taken. Edited locked cells and forged metadata are ignored and reported.
+  taken. Edited locked cells and forged metadata are ignored (the course's own
+  cells run) and reported, and the notebook scores zero, as DESIGN.md says;
+  ``--tampered keep`` gives it its answers' score instead.
 * Student code runs in a bubblewrap sandbox (:mod:`autograder.sandbox`), in
   parallel (``--jobs``), with a progress bar.
 * Only this process writes: nbgrader's gradebook (its ``SaveAutoGrades`` scores the
@@ -57,6 +59,7 @@ from autograder.submissions import (  # noqa: F401 (re-exported: the CLI's input
 )
 
 STATUSES = ("graded", "tampered", "timeout", "kernel died", "invalid notebook", "missing")
+TAMPER_POLICIES = ("zero", "keep")  # what a tampered notebook scores (see grade())
 #: nbgrader metadata that no student may change (compared with the instructor's copy).
 LOCKED_KEYS = ("grade", "solution", "locked", "points", "schema_version", "checksum", "task")
 log = logging.getLogger("autograder.grade")
@@ -74,6 +77,7 @@ class Course:
     db_url: str
     course_id: str
     notebooks: dict[str, list[str]]  # assignment -> notebook names, from the gradebook
+    tampered: str = "zero"  # what a notebook with edited locked cells gets: "zero", or "keep" its answers' score
 
     @classmethod
     def load(cls, root: Path) -> Course:
@@ -437,12 +441,17 @@ def finish(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:
             status = "tampered" if prep.tampered else "graded"
         if run.how != "done":
             notes.insert(0, run.detail)
-        if prep.tampered:
+        if prep.tampered and course.tampered == "zero":
+            notes.append(
+                "locked cells or their metadata were edited, so the notebook scores zero: " + "; ".join(prep.tampered)
+            )
+        elif prep.tampered:
             notes.append("edited locked cells were replaced by the course's: " + "; ".join(prep.tampered))
         fill_outputs(nb, run, f"not run: {run.detail}")
     if sub.timestamp_note:
         notes.append(sub.timestamp_note)
-    scores = save_grades(nb, course, sub, zero=prep.status is not None)
+    zero = prep.status is not None or (status == "tampered" and course.tampered == "zero")
+    scores = save_grades(nb, course, sub, zero=zero)
     write_notebook(nb, course.root / "autograded" / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
     if sub.path is not None and sub.path.is_file() and not sub.path.is_symlink():
         dest = course.root / "submitted" / sub.student / sub.assignment / f"{sub.notebook}.ipynb"
@@ -466,7 +475,7 @@ def finish(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:
         scores.waiting,
         scores.seconds_late,
         scores.late_penalty,
-        failures(nb) if prep.status is None else {},
+        failures(nb) if not zero else {},
     )
 
 
@@ -578,8 +587,17 @@ def grade(
     limits: sb.Limits | None = None,
     feedback: bool = True,
     progress: bool = True,
+    tampered: str = "zero",
 ) -> list[Result]:
-    """Grade the class in ``submissions`` (a folder or a zip) into ``course_dir``; see the module docstring."""
+    """Grade the class in ``submissions`` (a folder or a zip) into ``course_dir``; see the module docstring.
+
+    ``tampered``: what a notebook whose locked cells or grading metadata were edited gets. ``"zero"`` (as
+    DESIGN.md says), or ``"keep"``: the score of its answers, which ran with the course's own cells anyway
+    (kinder to an accidental edit, e.g. on Colab, which does not lock cells). Either way its status is
+    ``tampered`` and the reason lists the edits.
+    """
+    if tampered not in TAMPER_POLICIES:
+        raise GradingError(f"tampered must be one of {', '.join(TAMPER_POLICIES)}, not {tampered!r}")
     sb.check_available()
     course_dir = Path(course_dir or default_course()).resolve()
     if not (course_dir / "gradebook.db").exists() and course_dir == Path(default_course()).resolve():
@@ -587,6 +605,7 @@ def grade(
 
         course_module.release(course_dir)
     course = Course.load(course_dir)
+    course.tampered = tampered
     out = Path(out or course_dir / "reports").resolve()
     submissions = Path(submissions).resolve()
     if not submissions.exists():
@@ -627,13 +646,26 @@ def main(argv=None) -> int:
     parser.add_argument("--memory", type=float, default=3.0, help="GiB of address space per notebook")
     parser.add_argument("--no-feedback", action="store_true", help="skip nbgrader's feedback HTML")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--tampered",
+        choices=TAMPER_POLICIES,
+        default="zero",
+        help="a notebook whose locked cells were edited scores zero (default), or keeps its answers' score",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
     limits = sb.Limits(deadline=args.deadline, memory=int(args.memory * sb.GiB))
     started = time.monotonic()
     try:
         results = grade(
-            args.submissions, args.course, args.jobs, args.out, limits, not args.no_feedback, not args.quiet
+            args.submissions,
+            args.course,
+            args.jobs,
+            args.out,
+            limits,
+            not args.no_feedback,
+            not args.quiet,
+            args.tampered,
         )
     except (GradingError, sb.SandboxUnavailable) as err:
         print(f"grade: {err}", file=sys.stderr)

@@ -581,3 +581,34 @@ def test_the_formgrader_shows_the_graded_class_and_its_scores_survive_a_regrade(
         "0",
     )
     assert rows["good"]["score"] == "6" and rows["good"]["ungraded"] == "2"
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_a_tampered_notebook_scores_zero_unless_the_instructor_keeps_its_score(template, tmp_path):
+    course_dir, subs = tmp_path / "course", tmp_path / "class"
+    shutil.copytree(template, course_dir)
+    solved = corpus.solved_notebook(course_dir / "release" / SLUG / f"{SLUG}.ipynb", SLUG)
+    edited = corpus.with_answer(
+        solved, "sharp_similarity", corpus.mutant_source(SLUG, "sharp_similarity", "positive_sign")
+    )
+    corpus.find_cell(edited, "test_sharp_similarity").source = "pass"  # silence the test of a wrong answer
+    (subs / "edited" / SLUG).mkdir(parents=True)
+    nbformat.write(edited, str(subs / "edited" / SLUG / f"{SLUG}.ipynb"))
+    args = [str(subs), "--course", str(course_dir), "--jobs", "1", "--quiet", "--no-feedback"]
+
+    assert grade.main([*args, "--out", str(tmp_path / "zero")]) == 0
+    (row,) = read_csv(tmp_path / "zero" / "grades.csv")
+    assert (row["status"], row["score"]) == ("tampered", "0")
+    assert "scores zero" in row["reason"] and "test_sharp_similarity (source changed)" in row["reason"]
+
+    assert grade.main([*args, "--out", str(tmp_path / "keep"), "--tampered", "keep"]) == 0
+    (row,) = read_csv(tmp_path / "keep" / "grades.csv")
+    assert (row["status"], row["score"], row["test_sharp_similarity"]) == (
+        "tampered",
+        "4",
+        "0",
+    )  # the course's test ran
+    assert "replaced by the course's" in row["reason"]
+    with pytest.raises(grade.GradingError, match="tampered must be one of zero, keep"):
+        grade.grade(subs, course_dir, tampered="forgive")
