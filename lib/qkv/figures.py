@@ -92,9 +92,9 @@ def attention_pooling_glance(x_train=(0.5, 1.3, 2.0, 2.6, 3.4, 4.2), x_query=2.3
     for x, a in zip(x_train, alphas):
         ax_bot.text(x, a + 0.02, f"{a:.2f}", ha="center", fontsize=8)
     ax_bot.set_ylim(0, max(alphas) + 0.15)
-    ax_bot.set_ylabel(r"weight $\alpha$")
+    ax_bot.set_ylabel(r"weight $w_i$")
     ax_bot.set_xlabel(r"training inputs $x_i$ (the keys)")
-    ax_top.set_title(r"$\hat f(x)=\sum_i \alpha(x, x_i)\, y_i$ with $\alpha$ the normalised kernel", fontsize=10)
+    ax_top.set_title(r"$\hat f(x)=\sum_i w_i\, y_i$, the weights $w_i$ the kernel normalised to sum to 1", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -105,7 +105,7 @@ def scoring_glance():
     fig, ax = _canvas((8.5, 2.2), (0, 17), (0, 4))
     steps = [
         ("1. score", r"$a(\mathbf{q}, \mathbf{k}_i)$" + "\n" + r"$\mathbf{q}^\top\mathbf{k}_i/\sqrt{d}$", "#cfe3ff"),
-        ("2. mask", "padded keys get\na score so negative\nthat exp(score) = 0", "#ffe2b8"),
+        ("2. mask", "padded keys get\na huge negative\nscore: exp = 0", "#ffe2b8"),
         ("3. softmax", r"$\alpha_i = \frac{\exp a_i}{\sum_j \exp a_j}$", "#fdd"),
         ("4. weighted sum", r"$\sum_i \alpha_i \mathbf{v}_i$", "#d5f2d0"),
     ]

@@ -2,7 +2,7 @@
 
 Two halves. Counting: :func:`attention_flops` and :func:`attention_bytes` give
 the arithmetic and the memory traffic of one scaled dot-product attention
-(D2L 11.3.2) from its sizes alone, so they are exact and easy to grade.
+(D2L 11.3.3) from its sizes alone, so they are exact and easy to grade.
 Measuring: :func:`benchmark` times a function correctly (warm-up calls, then
 repeats, synchronising the device before every clock read, or CUDA events),
 :func:`peak_memory` measures the peak allocation of one call, and
@@ -201,7 +201,7 @@ def _check_sizes(**sizes) -> None:
 
 
 def attention_flops(n_q: int, n_k: int, d: int, d_v: int | None = None, batch: int = 1) -> dict[str, int]:
-    """Floating-point operations of one scaled dot-product attention (D2L 11.3.2, 11.6.2).
+    """Floating-point operations of one scaled dot-product attention (D2L 11.3.3, 11.6.2).
 
     Convention: a multiply-add counts as 2 FLOPs (as ``torch.utils.flop_counter``
     counts matmuls), and every other elementwise operation as 1. With B =

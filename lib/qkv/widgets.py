@@ -238,7 +238,7 @@ def _positive_int(value, name: str) -> int:
 
 
 def attention_weight_samples(d: int, scaled: bool, num_keys: int = 16, trials: int = 1, seed: int = 0):
-    """Softmax attention weights of random queries over random keys (D2L 11.3.2).
+    """Softmax attention weights of random queries over random keys (D2L 11.3.1).
 
     A generator seeded with ``seed`` draws the queries, shape (B, 1, d) with
     B = ``trials``, and then the keys, shape (B, K, d) with K = ``num_keys``,
@@ -261,14 +261,14 @@ def attention_weight_samples(d: int, scaled: bool, num_keys: int = 16, trials: i
 
 def softmax_entropy(weights: torch.Tensor) -> torch.Tensor:
     """Entropy in nats, ``-sum_k w_k log w_k`` with ``0 log 0 = 0``, of each row of weights (..., K) -> (...)
-    (D2L 11.3.2). It is log K for uniform weights and 0 for a one-hot row: a saturated softmax."""
+    (D2L 11.3.1). It is log K for uniform weights and 0 for a one-hot row: a saturated softmax."""
     return -torch.special.xlogy(weights, weights).sum(dim=-1)
 
 
 def softmax_entropy_vs_dim(
     d_values: Sequence[int], scaled: bool, num_keys: int = 16, trials: int = 200, seed: int = 0
 ) -> list[float]:
-    """Mean entropy of the softmax of random dot products, for each dimension in ``d_values`` (D2L 11.3.2).
+    """Mean entropy of the softmax of random dot products, for each dimension in ``d_values`` (D2L 11.3.1).
 
     For each d, :func:`attention_weight_samples` draws ``trials`` queries with
     ``num_keys`` keys each (unit-variance entries, generator seeded with
@@ -344,7 +344,7 @@ def softmax_scaling_grid(
     d_values: Sequence[int] = (1, 4, 16, 64, 256, 1024), num_keys: int = 16, seed: int = 0, max_columns: int = 4
 ):
     """Small multiples of one query's softmax weights, unscaled (top) and scaled by 1/sqrt(d) (bottom), for up to
-    ``max_columns`` of the dimensions, beside the mean entropy against d (D2L 11.3.2). Returns the ``Figure``."""
+    ``max_columns`` of the dimensions, beside the mean entropy against d (D2L 11.3.1). Returns the ``Figure``."""
     d_values = [_positive_int(d, "each d") for d in d_values]
     if not d_values:
         raise ValueError("give at least one dimension d")

@@ -85,7 +85,7 @@ def sdpa_backends(device, dtype: torch.dtype = torch.float32, d: int = 64) -> di
 
 
 def contenders(device, dtype: torch.dtype = torch.float32, kernel_size: int = 3) -> list[Contender]:
-    """The lab's contenders that run on ``device`` with ``dtype`` (D2L 11.3.2, 11.6.2).
+    """The lab's contenders that run on ``device`` with ``dtype`` (D2L 11.3.3, 11.6.2).
 
     ``ours (11.3)`` is :class:`qkv.attention.DotProductAttention`, which
     materialises the (B, T, T) scores; ``sdpa: <backend>`` is
