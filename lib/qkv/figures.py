@@ -94,7 +94,9 @@ def attention_pooling_glance(x_train=(0.5, 1.3, 2.0, 2.6, 3.4, 4.2), x_query=2.3
     ax_bot.set_ylim(0, max(alphas) + 0.15)
     ax_bot.set_ylabel(r"weight $w_i$")
     ax_bot.set_xlabel(r"training inputs $x_i$ (the keys)")
-    ax_top.set_title(r"$\hat f(x)=\sum_i w_i\, y_i$, the weights $w_i$ the kernel normalised to sum to 1", fontsize=10)
+    ax_top.set_title(
+        r"$\hat f(x)=\sum_i w_i\, y_i$: the weights $w_i$ are the kernel, normalised to sum to 1", fontsize=10
+    )
     fig.tight_layout()
     return fig
 
