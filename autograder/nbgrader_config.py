@@ -22,6 +22,13 @@ c.ClearOutput.enabled = True
 c.ExecutePreprocessor.timeout = 300
 c.Execute.timeout = 300
 
+# Feedback shows what every test reported (a failed check's message and hint) but not the hidden tests' code, so the
+# tests can grade another class next term. nbgrader's default shows the code: delete these lines for that.
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
+
+c.GenerateFeedback.preprocessors = [ClearHiddenTests, GetGrades, CSSHTMLHeaderPreprocessor]
+
 # Your own settings (a late-submission penalty, a timezone...) go in nbgrader_config_local.py beside this file:
 # `make release` rewrites this file but never that one. Due dates live in the gradebook:
 #   nbgrader db assignment add SLUG --duedate="2026-12-10 23:59:00 UTC"

@@ -24,12 +24,13 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+from html import escape as html_escape
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder import corpus, course, grade, report, submissions
+from autograder import assemble, corpus, course, grade, report, submissions
 
 SLUG = corpus.SLUG
 needs_bwrap = pytest.mark.skipif(
@@ -372,9 +373,16 @@ def test_cli_writes_grades_csv_report_and_feedback(graded_class):
     assert "<td>test_sharp_similarity</td><td>67%</td>" in html and "partly" in html
     assert "<td>test_sharp_similarity</td><td>1</td><td>scores differs from the reference <b>(1)</b></td>" in html
     assert (root / "out" / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    hidden_headers = [  # each hidden test starts with a comment line "# Hidden: ..."
+        html_escape(p.read_text().splitlines()[0])
+        for p in (assemble.HIDDEN / assemble.module_name(SLUG)).glob("test_*.py")
+    ]
     for student in ("good", "good_too", "partly"):
-        feedback = root / "course" / "feedback" / student / SLUG / f"{SLUG}.html"
-        assert feedback.exists() and "Score" in feedback.read_text()
+        feedback = (root / "course" / "feedback" / student / SLUG / f"{SLUG}.html").read_text()
+        assert "Score" in feedback
+        leaked = [h for h in hidden_headers if h in feedback]
+        assert not leaked, f"{student}'s feedback shows hidden test code: {leaked}"
+    assert "scores differs from the reference" in feedback  # partly's failed check, message and all
 
 
 @needs_bwrap
