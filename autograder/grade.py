@@ -673,6 +673,14 @@ def main(argv=None) -> int:
     counts = {s: sum(r.status == s for r in results) for s in STATUSES}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     print(f"graded {len(results)} notebooks in {time.monotonic() - started:.1f} s: {summary}")
+    course_dir = Path(args.course or default_course()).resolve()
+    out = Path(args.out or course_dir / "reports").resolve()
+    print(f"grades: {out / 'grades.csv'}\nreport: {out / 'report.html'} (failures: {out / 'failures.csv'})")
+    if not args.no_feedback:
+        print(f"feedback: {course_dir / 'feedback'}/STUDENT/ASSIGNMENT/")
+    waiting = sum(len(r.waiting) for r in results)
+    if waiting:
+        print(f"{waiting} written answers wait for a grader: jupyter lab in {course_dir}, then Nbgrader > Formgrader")
     return 0
 
 

@@ -593,7 +593,7 @@ def test_the_formgrader_shows_the_graded_class_and_its_scores_survive_a_regrade(
 
 @needs_bwrap
 @pytest.mark.slow
-def test_a_tampered_notebook_scores_zero_unless_the_instructor_keeps_its_score(template, tmp_path):
+def test_a_tampered_notebook_scores_zero_unless_the_instructor_keeps_its_score(template, tmp_path, capsys):
     course_dir, subs = tmp_path / "course", tmp_path / "class"
     shutil.copytree(template, course_dir)
     solved = corpus.solved_notebook(course_dir / "release" / SLUG / f"{SLUG}.ipynb", SLUG)
@@ -606,6 +606,12 @@ def test_a_tampered_notebook_scores_zero_unless_the_instructor_keeps_its_score(t
     args = [str(subs), "--course", str(course_dir), "--jobs", "1", "--quiet", "--no-feedback"]
 
     assert grade.main([*args, "--out", str(tmp_path / "zero")]) == 0
+    said = capsys.readouterr().out  # where everything went, and what is left to do
+    assert (
+        "graded 1 notebooks" in said and "1 tampered" in said and f"grades: {tmp_path / 'zero' / 'grades.csv'}" in said
+    )
+    assert f"report: {tmp_path / 'zero' / 'report.html'}" in said and "feedback:" not in said  # --no-feedback
+    assert "2 written answers wait for a grader" in said
     (row,) = read_csv(tmp_path / "zero" / "grades.csv")
     assert (row["status"], row["score"]) == ("tampered", "0")
     assert "scores zero" in row["reason"] and "test_sharp_similarity (source changed)" in row["reason"]
