@@ -672,7 +672,8 @@ def main(argv=None) -> int:
         return 2
     counts = {s: sum(r.status == s for r in results) for s in STATUSES}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    print(f"graded {len(results)} notebooks in {time.monotonic() - started:.1f} s: {summary}")
+    noun = "notebook" if len(results) == 1 else "notebooks"
+    print(f"graded {len(results)} {noun} in {time.monotonic() - started:.1f} s: {summary}")
     course_dir = Path(args.course or default_course()).resolve()
     out = Path(args.out or course_dir / "reports").resolve()
     print(f"grades: {out / 'grades.csv'}\nreport: {out / 'report.html'} (failures: {out / 'failures.csv'})")
@@ -680,7 +681,8 @@ def main(argv=None) -> int:
         print(f"feedback: {course_dir / 'feedback'}/STUDENT/ASSIGNMENT/")
     waiting = sum(len(r.waiting) for r in results)
     if waiting:
-        print(f"{waiting} written answers wait for a grader: jupyter lab in {course_dir}, then Nbgrader > Formgrader")
+        answers = "written answer waits" if waiting == 1 else "written answers wait"
+        print(f"{waiting} {answers} for a grader: jupyter lab in {course_dir}, then Nbgrader > Formgrader")
     return 0
 
 
