@@ -608,7 +608,9 @@ def test_a_tampered_notebook_scores_zero_unless_the_instructor_keeps_its_score(t
     assert grade.main([*args, "--out", str(tmp_path / "zero")]) == 0
     said = capsys.readouterr().out  # where everything went, and what is left to do
     assert (
-        "graded 1 notebooks" in said and "1 tampered" in said and f"grades: {tmp_path / 'zero' / 'grades.csv'}" in said
+        "graded 1 notebook in" in said
+        and "1 tampered" in said
+        and f"grades: {tmp_path / 'zero' / 'grades.csv'}" in said
     )
     assert f"report: {tmp_path / 'zero' / 'report.html'}" in said and "feedback:" not in said  # --no-feedback
     assert "2 written answers wait for a grader" in said
