@@ -35,18 +35,18 @@ import dataclasses
 import logging
 import os
 import queue
-import re
 import shutil
 import sys
 import tempfile
 import threading
 import time
-import warnings
 from pathlib import Path
 
 import nbformat
 
+from autograder import gradebook
 from autograder import sandbox as sb
+from autograder.gradebook import output_text
 from autograder.submissions import (  # noqa: F401 (re-exported: the CLI's inputs)
     MAX_NOTEBOOK_BYTES,
     GradingError,
@@ -191,40 +191,18 @@ def rebuild(release: nbformat.NotebookNode, submitted: nbformat.NotebookNode | N
     return nb, notes, tampered
 
 
-def _quiet(preprocessor):
-    preprocessor.log.setLevel(logging.ERROR)
-    return preprocessor
-
-
-def _resources(course: Course, sub: Submission) -> dict:
-    return {
-        "nbgrader": {
-            "notebook": sub.notebook,
-            "assignment": sub.assignment,
-            "student": sub.student,
-            "db_url": course.db_url,
-        }
-    }
-
-
 def restore_hidden(nb, course: Course, sub: Submission):
     """nbgrader's own sanitising step on the rebuilt notebook: it puts the hidden tests back into the
     test cells (from the gradebook) and the checksums and points into the metadata."""
     from nbgrader.preprocessors import CheckCellMetadata, OverwriteCells
 
-    resources = _resources(course, sub)
+    resources = gradebook.resources_for(course, sub)
     for pp in (OverwriteCells, CheckCellMetadata):
-        nb, resources = _quiet(pp(config=course.config)).preprocess(nb, resources)
+        nb, resources = gradebook.quiet(pp(config=course.config)).preprocess(nb, resources)
     return nb
 
 
 # ---------------------------------------------------------------- outputs and grades
-
-
-def _text(value, limit: int = 200_000) -> str:
-    if isinstance(value, list):
-        value = "".join(v for v in value if isinstance(v, str))
-    return value[:limit] if isinstance(value, str) else ""
 
 
 def clean_outputs(outputs) -> list:
@@ -236,15 +214,18 @@ def clean_outputs(outputs) -> list:
         kind = out.get("output_type")
         if kind == "stream":
             name = "stderr" if out.get("name") == "stderr" else "stdout"
-            clean.append(nbformat.v4.new_output("stream", name=name, text=_text(out.get("text"))))
+            clean.append(nbformat.v4.new_output("stream", name=name, text=output_text(out.get("text"))))
         elif kind == "error":
             tb = out.get("traceback")
-            tb = [_text(line, 10_000) for line in tb[:200]] if isinstance(tb, list) else []
-            ename, evalue = _text(out.get("ename"), 1000) or "Error", _text(out.get("evalue"), 10_000)
+            tb = [output_text(line, 10_000) for line in tb[:200]] if isinstance(tb, list) else []
+            ename, evalue = (
+                output_text(out.get("ename"), 1000) or "Error",
+                output_text(out.get("evalue"), 10_000),
+            )
             clean.append(nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=tb))
         elif kind in ("execute_result", "display_data"):
             data = out.get("data")
-            text = _text(data.get("text/plain")) if isinstance(data, dict) else ""
+            text = output_text(data.get("text/plain")) if isinstance(data, dict) else ""
             if kind == "execute_result":
                 count = out.get("execution_count")
                 clean.append(
@@ -299,86 +280,6 @@ class Result:
     @property
     def key(self) -> tuple[str, str, str]:
         return self.student, self.assignment, self.notebook
-
-
-_DETAIL = re.compile(r"\s*\((?:largest error )?at index .*\)$")  # "(largest error at index (0, 1))"
-
-
-def failure_summary(output) -> str:
-    """One line saying what an error output of a test cell says went wrong, the same for every student who
-    made the same mistake: a failed check's first line (its index details dropped), else ``Error: message``."""
-    ename, evalue = _text(output.get("ename", "")), _text(output.get("evalue", ""))
-    first = evalue.strip().splitlines()[0].strip() if evalue.strip() else ""
-    if ename == "AssertionError" and first:
-        return _DETAIL.sub("", first)[:160]
-    return f"{ename}: {first}"[:160] if first else ename[:160]
-
-
-def failures(nb) -> dict[str, str]:
-    """For each test cell (nbgrader grade cell that is not an answer) that raised: its :func:`failure_summary`."""
-    found = {}
-    for cell in nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
-            continue
-        error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
-        if error is not None:
-            found[meta.get("grade_id", "?")] = failure_summary(error)
-    return found
-
-
-@dataclasses.dataclass
-class Scores:
-    """What the gradebook holds for one submitted notebook after autograding."""
-
-    points: dict[str, float | None]  # grade_id -> a grader's score if given, else the autograder's
-    max_points: dict[str, float]
-    waiting: tuple[str, ...]  # grade_ids with no score yet: written answers before a person grades them
-    seconds_late: float
-    late_penalty: float
-
-
-def save_grades(nb, course: Course, sub: Submission, zero: bool) -> Scores:
-    """Score the executed notebook with nbgrader (``SaveAutoGrades``: ``determine_grade`` per grade cell, then
-    ``AssignLatePenalties``) into the gradebook, and read back what it now holds.
-
-    A score a grader gave in the formgrader (``manual_score``) is kept and wins over the autograder's, as in
-    nbgrader; grading again never loses it. ``zero`` (nothing ran) zeroes the autograder's scores only.
-    """
-    from nbgrader.api import Gradebook
-    from nbgrader.preprocessors import AssignLatePenalties, IgnorePattern, LimitOutput, SaveAutoGrades
-
-    with warnings.catch_warnings():  # SQLAlchemy's autoflush warnings inside nbgrader's api
-        warnings.simplefilter("ignore")
-        with Gradebook(course.db_url, course.course_id) as gb:
-            gb.update_or_create_student(sub.student)
-            stamp = {"timestamp": sub.timestamp} if sub.timestamp is not None else {}
-            gb.update_or_create_submission(sub.assignment, sub.student, **stamp)
-        resources = _resources(course, sub)
-        for pp in (IgnorePattern, LimitOutput, SaveAutoGrades):
-            nb, resources = _quiet(pp(config=course.config)).preprocess(nb, resources)
-        if zero:
-            with Gradebook(course.db_url, course.course_id) as gb:
-                submitted = gb.find_submission_notebook(sub.notebook, sub.assignment, sub.student)
-                for grade in submitted.grades:
-                    if grade.auto_score:
-                        grade.auto_score = 0.0
-                        grade.needs_manual_grade = grade.manual_score is not None
-                gb.db.commit()
-        nb, resources = _quiet(AssignLatePenalties(config=course.config)).preprocess(nb, resources)
-        points, max_points, waiting = {}, {}, []
-        with Gradebook(course.db_url, course.course_id) as gb:
-            submitted = gb.find_submission_notebook(sub.notebook, sub.assignment, sub.student)
-            for grade in submitted.grades:
-                points[grade.name] = grade.manual_score if grade.manual_score is not None else grade.auto_score
-                max_points[grade.name] = grade.max_score
-                if points[grade.name] is None:
-                    waiting.append(grade.name)
-            late = float(gb.find_submission(sub.assignment, sub.student).total_seconds_late)
-            penalty = float(submitted.late_submission_penalty or 0.0)
-    order = {c.metadata.get("nbgrader", {}).get("grade_id"): i for i, c in enumerate(nb.cells)}
-    waiting.sort(key=lambda gid: order.get(gid, len(order)))
-    return Scores(points, max_points, tuple(waiting), late, penalty)
 
 
 def write_notebook(nb, path: Path) -> None:
@@ -451,7 +352,7 @@ def finish(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:
     if sub.timestamp_note:
         notes.append(sub.timestamp_note)
     zero = prep.status is not None or (status == "tampered" and course.tampered == "zero")
-    scores = save_grades(nb, course, sub, zero=zero)
+    scores = gradebook.save_grades(nb, course, sub, zero=zero)
     write_notebook(nb, course.root / "autograded" / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
     if sub.path is not None and sub.path.is_file() and not sub.path.is_symlink():
         dest = course.root / "submitted" / sub.student / sub.assignment / f"{sub.notebook}.ipynb"
@@ -459,7 +360,7 @@ def finish(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(sub.path, dest)
     if scores.seconds_late > 0:
-        notes.append(f"handed in {_duration(scores.seconds_late)} after the due date")
+        notes.append(f"handed in {gradebook.duration(scores.seconds_late)} after the due date")
     score = sum(p for p in scores.points.values() if p is not None) - scores.late_penalty
     return Result(
         sub.student,
@@ -475,19 +376,8 @@ def finish(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:
         scores.waiting,
         scores.seconds_late,
         scores.late_penalty,
-        failures(nb) if not zero else {},
+        gradebook.failures(nb) if not zero else {},
     )
-
-
-def _duration(seconds: float) -> str:
-    """``seconds`` as a person would say it: 45 s, 12 min, 3.5 h, 2.0 days."""
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
 
 
 def finish_safely(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:

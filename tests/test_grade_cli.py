@@ -30,7 +30,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import assemble, corpus, course, grade, report, submissions
+from autograder import assemble, corpus, course, grade, gradebook, report, submissions
 
 SLUG = corpus.SLUG
 needs_bwrap = pytest.mark.skipif(
@@ -199,9 +199,10 @@ def test_failures_name_the_check_that_failed_the_same_way_for_everyone():
     nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="hi\n"), error("AssertionError", check)]
     nb.cells[2].outputs = [error("NotImplementedError", "")]
     nb.cells[4].outputs = [error("ValueError", "bad")]
-    assert grade.failures(nb) == {"test_f": "scores differs from the reference", "test_g": "NotImplementedError"}
+    assert gradebook.failures(nb) == {"test_f": "scores differs from the reference", "test_g": "NotImplementedError"}
     assert (
-        grade.failure_summary(error("TypeError", "f() takes 2 arguments\nmore")) == "TypeError: f() takes 2 arguments"
+        gradebook.failure_summary(error("TypeError", "f() takes 2 arguments\nmore"))
+        == "TypeError: f() takes 2 arguments"
     )
 
     points = {"test_f": 1.0, "test_g": 1.0}
