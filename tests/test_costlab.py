@@ -246,8 +246,11 @@ def test_results_round_trip_through_the_csv_with_their_provenance(tmp_path, caps
         costlab.read_results(tmp_path / "missing.csv")
     figures = costlab.show_results(tmp_path)
     assert len(figures) == 1 and "measured on Test Chip (cpu),\n  PyTorch 9.9" in capsys.readouterr().out
+    (tmp_path / "empty").mkdir()
     assert costlab.show_results(tmp_path / "empty") == []
     assert "No measured results" in capsys.readouterr().out
+    assert costlab.show_results(tmp_path / "absent") == []  # an installed qkv, away from a checkout
+    assert "live in the course repository, under benchmarks/results" in capsys.readouterr().out
 
 
 def test_tables_and_the_achieved_fraction_of_the_peak(capsys):

@@ -128,6 +128,12 @@ def show_results(folder=None, pattern: str = "attention_cost_*.csv") -> list:
     was measured; returns the figures (none, with a message, when there are no results) (D2L 11.6.2, lab)."""
     folder = RESULTS_DIR if folder is None else Path(folder)
     files = sorted(folder.glob(pattern)) if folder.is_dir() else []
+    if not files and not folder.is_dir():  # e.g. qkv installed from the repository, on Colab
+        print(
+            f"No folder {folder}: the measured results live in the course repository, under benchmarks/results "
+            "(an installed qkv does not carry them). Run the lab from a checkout to see them here."
+        )
+        return []
     if not files:
         print(f"No measured results in {folder}: run `python benchmarks/attention_cost.py` to make some.")
         return []
