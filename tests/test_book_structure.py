@@ -52,6 +52,7 @@ def test_cells_follow_the_nbgrader_conventions(section):
         assert nbs.nbgrader_meta(cell).get("locked"), f"{grade}: test cells are locked"
         first = cell.source.splitlines()[0]
         assert first.startswith("# Checks: "), f"{grade}: a test cell says what it checks in its first line"
+        assert first.endswith("."), f"{grade}: what the test checks is one line, a sentence ending in a full stop"
     for cell in nb.cells:
         if nbs.role(cell) == "answer":
             assert cell.source.strip() == "YOUR ANSWER HERE", (
