@@ -44,7 +44,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import gradebook
+from autograder import gradebook, report
 from autograder import sandbox as sb
 from autograder.gradebook import output_text
 from autograder.submissions import (  # noqa: F401 (re-exported: the CLI's inputs)
@@ -351,7 +351,7 @@ def finish(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:
         fill_outputs(nb, run, f"not run: {run.detail}")
     if sub.timestamp_note:
         notes.append(sub.timestamp_note)
-    zero = prep.status is not None or (status == "tampered" and course.tampered == "zero")
+    zero = prep.status is not None or (bool(prep.tampered) and course.tampered == "zero")
     scores = gradebook.save_grades(nb, course, sub, zero=zero)
     write_notebook(nb, course.root / "autograded" / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
     if sub.path is not None and sub.path.is_file() and not sub.path.is_symlink():
@@ -469,6 +469,11 @@ def default_course() -> Path:
     return course.COURSE
 
 
+def reports_dir(course_dir: Path, out: Path | None = None) -> Path:
+    """Where ``grades.csv``, ``failures.csv`` and the report go: ``out``, else ``COURSE/reports``."""
+    return Path(out or Path(course_dir) / "reports").resolve()
+
+
 def grade(
     submissions: Path,
     course_dir: Path | None = None,
@@ -496,7 +501,7 @@ def grade(
         course_module.release(course_dir)
     course = Course.load(course_dir)
     course.tampered = tampered
-    out = Path(out or course_dir / "reports").resolve()
+    out = reports_dir(course_dir, out)
     submissions = Path(submissions).resolve()
     if not submissions.exists():
         raise GradingError(f"{submissions} does not exist: give a folder STUDENT/ASSIGNMENT/NOTEBOOK.ipynb or a zip")
@@ -511,8 +516,6 @@ def grade(
         sb.check_hidden([course_dir, root, out])
         subs = discover(root, course)
         results = grade_all(subs, course, jobs or os.cpu_count() or 1, limits or sb.Limits(), progress)
-    from autograder import report
-
     out.mkdir(parents=True, exist_ok=True)
     report.write_csv(results, out / "grades.csv")
     report.write_failures(results, out / "failures.csv")
@@ -562,17 +565,17 @@ def main(argv=None) -> int:
         return 2
     counts = {s: sum(r.status == s for r in results) for s in STATUSES}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    noun = "notebook" if len(results) == 1 else "notebooks"
-    print(f"graded {len(results)} {noun} in {time.monotonic() - started:.1f} s: {summary}")
+    graded = report.plural(len(results), "notebook", "notebooks")
+    print(f"graded {graded} in {time.monotonic() - started:.1f} s: {summary}")
     course_dir = Path(args.course or default_course()).resolve()
-    out = Path(args.out or course_dir / "reports").resolve()
+    out = reports_dir(course_dir, args.out)
     print(f"grades: {out / 'grades.csv'}\nreport: {out / 'report.html'} (failures: {out / 'failures.csv'})")
     if not args.no_feedback:
         print(f"feedback: {course_dir / 'feedback'}/STUDENT/ASSIGNMENT/")
     waiting = sum(len(r.waiting) for r in results)
     if waiting:
-        answers = "written answer waits" if waiting == 1 else "written answers wait"
-        print(f"{waiting} {answers} for a grader: jupyter lab in {course_dir}, then Nbgrader > Formgrader")
+        answers = report.plural(waiting, "written answer waits", "written answers wait")
+        print(f"{answers} for a grader: jupyter lab in {course_dir}, then Nbgrader > Formgrader")
     return 0
 
 

@@ -45,7 +45,8 @@ def _number(value) -> str:
     return f"{value:g}"
 
 
-def _plural(n: int, one: str, many: str) -> str:
+def plural(n: int, one: str, many: str) -> str:
+    """``n`` and the word for it: ``plural(1, "notebook", "notebooks")`` is "1 notebook"."""
     return f"{n} {one if n == 1 else many}"
 
 
@@ -159,7 +160,7 @@ def write_report(results, out: Path) -> Path:
         wait_rows = "\n".join(
             f"<tr><td>{esc(g)}</td><td>{waiting[g]}</td></tr>" for g in exercise_columns(results) if waiting[g]
         )
-        count = _plural(sum(waiting.values()), "written answer has", "written answers have")
+        count = plural(sum(waiting.values()), "written answer has", "written answers have")
         waits = f"""<h2>Waiting for a person</h2>
 <p>{count} no score yet. Grade them in nbgrader's formgrader (start
 <code>jupyter lab</code> in the course folder, then Nbgrader &rarr; Formgrader), then run the grading again:
@@ -187,7 +188,7 @@ the scores a grader gives are kept and count.</p>
     )
     late = [r for r in results if r.seconds_late > 0]
     late_note = (
-        f"<p>{_plural(len(late), 'notebook was', 'notebooks were')} handed in after the due date "
+        f"<p>{plural(len(late), 'notebook was', 'notebooks were')} handed in after the due date "
         f"({sum(r.late_penalty for r in late):g} points taken off in all).</p>"
         if late
         else ""

@@ -629,3 +629,14 @@ def test_a_tampered_notebook_scores_zero_unless_the_instructor_keeps_its_score(t
     assert "replaced by the course's" in row["reason"]
     with pytest.raises(grade.GradingError, match="tampered must be one of zero, keep"):
         grade.grade(subs, course_dir, tampered="forgive")
+
+    # Tampered and then too slow: the timeout is the status, and the notebook still scores zero (the tests that ran
+    # before the deadline would otherwise keep their points).
+    slow = corpus.with_answer(edited, "averaging_similarity", "import time\n\nwhile True:\n    time.sleep(0.1)\n")
+    slow_class = tmp_path / "slow"
+    (slow_class / "slow" / SLUG).mkdir(parents=True)
+    nbformat.write(slow, str(slow_class / "slow" / SLUG / f"{SLUG}.ipynb"))
+    slow_args = [str(slow_class), "--course", str(course_dir), "--jobs", "1", "--quiet", "--no-feedback"]
+    assert grade.main([*slow_args, "--deadline", "8", "--out", str(tmp_path / "slow_out")]) == 0
+    (row,) = read_csv(tmp_path / "slow_out" / "grades.csv")
+    assert (row["status"], row["score"]) == ("timeout", "0") and "scores zero" in row["reason"]
