@@ -37,7 +37,7 @@ def install_cell(url: str, branch: str) -> nbformat.NotebookNode:
         "import sys\n"
         "\n"
         'if "google.colab" in sys.modules:\n'
-        f'    get_ipython().run_line_magic("pip", "install -q \'qkv @ git+{url}@{branch}\'")  # noqa: F821\n'
+        f'    get_ipython().run_line_magic("pip", "install -q \'qkv @ git+{url}@{branch}\'")\n'
     )
     cell = nbformat.v4.new_code_cell(source, metadata={"tags": ["colab"]})
     cell.id = COLAB_CELL_ID
