@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $@
 
 book: $(STAMP)
-	$(BIN)/python -m autograder.build_book --edition $(EDITION)
+	$(BIN)/python -m publish.build_book --edition $(EDITION)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -46,7 +46,7 @@ bench: $(STAMP)
 
 constraints: $(STAMP)
 	$(BIN)/python -m pip freeze --exclude-editable | sed -E 's/^torch==(.*)\+cpu$$/torch==\1/' > constraints.new
-	@echo "wrote constraints.new: review, move it over constraints.txt (keep its header), then run: $(BIN)/python -m autograder.envfile"
+	@echo "wrote constraints.new: review, move it over constraints.txt (keep its header), then run: $(BIN)/python -m publish.envfile"
 
 clean:  # keeps the nbgrader course when it has a gradebook: that holds the class's grades
 	@if [ -f _build/course/gradebook.db ]; then \
@@ -56,10 +56,10 @@ clean:  # keeps the nbgrader course when it has a gradebook: that holds the clas
 	else rm -rf _build; fi
 
 release: $(STAMP)
-	$(BIN)/python -m autograder.course
+	$(BIN)/python -m autograder.release
 
 notebooks: $(STAMP)
-	$(BIN)/python -m autograder.colab
+	$(BIN)/python -m publish.colab
 
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR|ZIP [GRADE_ARGS='--jobs 4 --deadline 300']  (nbgrader layout STUDENT/ASSIGNMENT/NOTEBOOK.ipynb)" >&2; exit 2; }

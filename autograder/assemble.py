@@ -4,13 +4,14 @@ One source for every piece (DESIGN.md):
 
 * ``book/<slug>.md`` holds the student text, with stubs written exactly as
   nbgrader writes them (``# YOUR CODE HERE`` then ``raise NotImplementedError()``).
-* ``solutions/<module>.py`` (the slug with ``_`` for ``-``) answers every stub.
+* ``solutions/<module>.py`` (the slug with ``_`` for ``-``) answers every stub
+  (every path comes from :class:`course.section.Section`).
   A stub region inside ``def f`` (or ``class C: def m``) is filled with the
   body of the object of the same qualified name in that module; where the
   answer is a ``qkv`` component the module simply imports it, so the code is
   not written twice. A region outside any function is filled from the
   module's ``CELLS[grade_id]`` string.
-* ``autograder/hidden/<module>/<grade_id>.py`` holds the hidden tests of the
+* ``autograder/sections/<module>/<grade_id>.py`` holds the hidden tests of the
   test cell ``grade_id``, as plain Python; an optional ``_common.py`` beside
   them holds reference helpers that several of them share.
 * ``autograder/mutants/<module>/<stub grade_id>/<name>.py`` holds known-wrong
@@ -35,12 +36,10 @@ from types import ModuleType
 
 import nbformat
 
-from autograder import notebooks as nbs
+from course import notebooks as nbs
+from course.section import Section, section
 
 ROOT = nbs.ROOT
-SOLUTIONS = ROOT / "solutions"
-HIDDEN = ROOT / "autograder" / "hidden"
-MUTANTS = ROOT / "autograder" / "mutants"
 
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
@@ -50,8 +49,9 @@ class AssemblyError(RuntimeError):
     """A stub, solution or hidden test that does not fit together; the message says which and how to fix it."""
 
 
-def module_name(slug: str) -> str:
-    return slug.replace("-", "_")
+def as_section(which: Section | str) -> Section:
+    """A :class:`~course.section.Section`, given one or its slug."""
+    return which if isinstance(which, Section) else section(which)
 
 
 def load_module(path: Path, name: str | None = None) -> ModuleType:
@@ -66,8 +66,10 @@ def load_module(path: Path, name: str | None = None) -> ModuleType:
     return module
 
 
-def solutions_module(slug: str) -> ModuleType:
-    return load_module(SOLUTIONS / f"{module_name(slug)}.py", f"solutions_{module_name(slug)}")
+def solutions_module(which: Section | str) -> ModuleType:
+    """The section's answers, ``solutions/<module>.py``, imported."""
+    sec = as_section(which)
+    return load_module(sec.solutions, f"solutions_{sec.module}")
 
 
 def _enclosing_function(tree: ast.AST, lineno: int) -> str | None:
@@ -158,20 +160,20 @@ def fill_stubs(source: str, grade: str, answers: ModuleType, markers: bool) -> s
     return "".join(pieces)
 
 
-def hidden_tests(slug: str, grade: str) -> str | None:
+def hidden_tests(which: Section | str, grade: str) -> str | None:
     """The hidden tests of test cell ``grade``, preceded by the section's ``_common.py`` (reference helpers
     shared by several hidden tests) when there is one, so each hidden block runs on its own in its cell."""
-    folder = HIDDEN / module_name(slug)
-    path = folder / f"{grade}.py"
+    sec = as_section(which)
+    path = sec.hidden_test(grade)
     if not path.exists():
         return None
-    parts = [p.read_text(encoding="utf-8").strip("\n") for p in (folder / "_common.py", path) if p.exists()]
+    parts = [p.read_text(encoding="utf-8").strip("\n") for p in (sec.hidden_common, path) if p.exists()]
     return "\n\n".join(parts)
 
 
 def solved(
     nb: nbformat.NotebookNode,
-    slug: str,
+    which: Section | str,
     *,
     markers: bool = False,
     hidden: bool = False,
@@ -183,14 +185,15 @@ def solved(
     each test cell's hidden tests inside nbgrader's hidden-test markers.
     ``answers`` defaults to the section's solutions module.
     """
-    answers = answers or solutions_module(slug)
+    sec = as_section(which)
+    answers = answers or solutions_module(sec)
     out = copy.deepcopy(nb)
     for cell in out.cells:
         r, grade = nbs.role(cell), nbs.grade_id(cell)
         if r == "stub":
             cell.source = fill_stubs(cell.source, grade, answers, markers)
         elif r == "test" and hidden:
-            extra = hidden_tests(slug, grade)
+            extra = hidden_tests(sec, grade)
             if extra:
                 cell.source = f"{cell.source.rstrip()}\n{BEGIN_HIDDEN}\n{extra}\n{END_HIDDEN}"
     return out

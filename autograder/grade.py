@@ -47,6 +47,7 @@ import nbformat
 from autograder import gradebook, report
 from autograder import sandbox as sb
 from autograder.gradebook import output_text
+from autograder.nbcourse import Course
 from autograder.submissions import (  # noqa: F401 (re-exported: the CLI's inputs)
     MAX_NOTEBOOK_BYTES,
     GradingError,
@@ -63,62 +64,6 @@ TAMPER_POLICIES = ("zero", "keep")  # what a tampered notebook scores (see grade
 #: nbgrader metadata that no student may change (compared with the instructor's copy).
 LOCKED_KEYS = ("grade", "solution", "locked", "points", "schema_version", "checksum", "task")
 log = logging.getLogger("autograder.grade")
-
-
-# ---------------------------------------------------------------- the course
-
-
-@dataclasses.dataclass
-class Course:
-    """An nbgrader course folder: its config, gradebook and release notebooks."""
-
-    root: Path
-    config: object
-    db_url: str
-    course_id: str
-    notebooks: dict[str, list[str]]  # assignment -> notebook names, from the gradebook
-    tampered: str = "zero"  # what a notebook with edited locked cells gets: "zero", or "keep" its answers' score
-
-    @classmethod
-    def load(cls, root: Path) -> Course:
-        """Read the course at ``root``: its ``nbgrader_config.py`` and the assignments of its gradebook."""
-        from nbgrader.api import Gradebook
-        from traitlets.config import Config
-        from traitlets.config.loader import PyFileConfigLoader
-
-        root = Path(root).resolve()
-        config = Config()
-        if (root / "nbgrader_config.py").exists():
-            config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
-        db_url = config.CourseDirectory.get("db_url", "sqlite:///gradebook.db")
-        if db_url.startswith("sqlite:///") and not db_url.startswith("sqlite:////"):
-            db_url = f"sqlite:///{root / db_url[len('sqlite:///') :]}"
-        course_id = config.CourseDirectory.get("course_id", "default_course")
-        if not (root / "gradebook.db").exists() and db_url.endswith("/gradebook.db"):
-            raise GradingError(f"{root} has no gradebook.db: build the course first (make release)")
-        config.CourseDirectory.root = str(root)
-        config.CourseDirectory.db_url = db_url
-        notebooks = {}
-        with Gradebook(db_url, course_id) as gb:
-            for assignment in gb.assignments:
-                notebooks[assignment.name] = sorted(nb.name for nb in assignment.notebooks)
-        if not notebooks:
-            raise GradingError(f"the gradebook of {root} has no assignment: run make release first")
-        return cls(root, config, db_url, course_id, notebooks)
-
-    def release_path(self, assignment: str, notebook: str) -> Path:
-        """The instructor's release notebook (what students received, with nbgrader's metadata)."""
-        path = self.root / "release" / assignment / f"{notebook}.ipynb"
-        if not path.exists():
-            raise GradingError(f"{path} is missing: run make release (nbgrader generate_assignment) first")
-        return path
-
-    def release(self, assignment: str, notebook: str) -> nbformat.NotebookNode:
-        """The release notebook, read."""
-        return nbformat.read(self.release_path(assignment, notebook), as_version=4)
-
-
-# ---------------------------------------------------------------- finding the submissions
 
 
 # ---------------------------------------------------------------- rebuilding what runs
@@ -464,9 +409,9 @@ def sub_key(sub: Submission) -> tuple[str, str, str]:
 
 def default_course() -> Path:
     """The course ``make release`` builds: ``_build/course``."""
-    from autograder import course
+    from autograder import release
 
-    return course.COURSE
+    return release.COURSE
 
 
 def reports_dir(course_dir: Path, out: Path | None = None) -> Path:
@@ -496,9 +441,9 @@ def grade(
     sb.check_available()
     course_dir = Path(course_dir or default_course()).resolve()
     if not (course_dir / "gradebook.db").exists() and course_dir == Path(default_course()).resolve():
-        from autograder import course as course_module
+        from autograder import release
 
-        course_module.release(course_dir)
+        release.release(course_dir)
     course = Course.load(course_dir)
     course.tampered = tampered
     out = reports_dir(course_dir, out)

@@ -15,7 +15,7 @@ import warnings
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from autograder.grade import Course
+    from autograder.nbcourse import Course
     from autograder.submissions import Submission
 
 

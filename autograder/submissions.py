@@ -15,21 +15,14 @@ import warnings
 import zipfile
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
 
 import nbformat
 
 from autograder import sandbox as sb
-
-if TYPE_CHECKING:
-    from autograder.grade import Course
+from autograder.nbcourse import Course, GradingError  # noqa: F401 (GradingError: re-exported)
 
 MAX_NOTEBOOK_BYTES = 20 * sb.MiB
 ZIP_LIMITS = {"files": 20_000, "bytes": 2 * sb.GiB, "file_bytes": 64 * sb.MiB}
-
-
-class GradingError(RuntimeError):
-    """A problem with the course or the command line (not with a submission): the run stops before grading."""
 
 
 class InvalidNotebook(ValueError):

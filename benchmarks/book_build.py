@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from autograder.build_book import build  # noqa: E402
+from publish.build_book import build  # noqa: E402
 
 BUDGETS = {"cold": 600.0, "warm": 60.0}
 

@@ -36,8 +36,9 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from autograder import corpus, course  # noqa: E402
-from autograder import notebooks as nbs  # noqa: E402
+from autograder import release  # noqa: E402
+from course import notebooks as nbs  # noqa: E402
+from tests.support import corpus  # noqa: E402
 
 SLUG = "attention-scoring-functions"
 OUT = ROOT / "_build" / "benchmarks" / "grading.md"
@@ -100,7 +101,7 @@ def stock_gaps(course_dir: Path) -> list[float]:
 def run(cmd, cwd) -> tuple[float, subprocess.CompletedProcess]:
     """Run a command; returns its wall-clock seconds and what it did."""
     started = time.monotonic()
-    done = subprocess.run(cmd, cwd=cwd, env=course.venv_env(), capture_output=True, text=True)
+    done = subprocess.run(cmd, cwd=cwd, env=release.venv_env(), capture_output=True, text=True)
     return time.monotonic() - started, done
 
 
@@ -150,7 +151,7 @@ def main(argv=None) -> int:
             stock = work / "stock"
             shutil.copytree(template, stock)
             shutil.copytree(klass, stock / "submitted")
-            cmd = [course.nbgrader_bin(), "autograde", SLUG, "--log-level=ERROR"]
+            cmd = [release.nbgrader_bin(), "autograde", SLUG, "--log-level=ERROR"]
             seconds, done = run(cmd, stock)
             times["stock nbgrader"] = (seconds, stock)
             print(f"stock nbgrader: {seconds:.1f} s (exit {done.returncode})", file=sys.stderr)

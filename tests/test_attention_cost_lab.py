@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from autograder import assemble
-from autograder import notebooks as nbs
+from course import notebooks as nbs
+from course.section import section
 
 SLUG = "attention-cost-lab"
-MODULE = assemble.module_name(SLUG)
+SECTION = section(SLUG)
 ROOT = Path(__file__).resolve().parent.parent
 GRADINGS = 10
 
@@ -57,7 +58,7 @@ def test_the_measured_exponent_grade_is_the_same_every_time():
     )
     passed = _grade_repeatedly(solution)
     assert passed == [None] * GRADINGS, f"the solution failed some gradings: {passed}"
-    linear = (assemble.MUTANTS / MODULE / "measured_exponent" / "single_query.py").read_text()
+    linear = (SECTION.mutants_dir / "measured_exponent" / "single_query.py").read_text()
     failed = _grade_repeatedly(linear)
     assert all(f is not None for f in failed), f"the linear-time sweep passed some gradings: {failed}"
     assert all("exponent" in f for f in failed), f"it should fail on its exponent, every time: {failed}"

@@ -21,14 +21,17 @@ from urllib.parse import urldefrag, urlsplit
 import pytest
 import yaml
 
-from autograder import assemble, browser, colab
-from autograder import notebooks as nbs
+from autograder import assemble
+from course import notebooks as nbs
+from course.section import sections
+from publish import colab
+from tests.support import browser
 
 pytestmark = pytest.mark.browser
 
 ROOT = nbs.ROOT
 PAGES = nbs.toc_files()  # "book/intro", ... in reading order
-SECTIONS = {f"book/{s.slug}": s for s in nbs.sections()}  # the graded sections
+SECTIONS = {f"book/{s.slug}": s for s in sections()}  # the graded sections
 NOTEBOOK_PAGES = [name for name in PAGES if nbs.is_notebook_source(ROOT / f"{name}.md")]
 SCREENSHOTS = ROOT / "_build" / "screenshots" / "student"
 GLANCE_SECTION = "at-a-glance"  # the id Sphinx gives the "## At a glance" heading's section
@@ -313,7 +316,7 @@ def test_download_and_launch_buttons(reader, pages, name):
             assert any(url.startswith(base.rstrip("/")) for url in info["launches"]), (
                 f"{name}: no launch button for {key} ({base}); launch links: {info['launches']}"
             )
-        # Colab opens the .ipynb that `make notebooks` writes (autograder/colab.py), on its own branch.
+        # Colab opens the .ipynb that `make notebooks` writes (publish/colab.py), on its own branch.
         url, _, colab_branch = colab.repository()
         colab_links = [u for u in info["launches"] if u.startswith(expected["colab_url"].rstrip("/"))]
         path = urlsplit(url).path
@@ -410,7 +413,7 @@ def test_no_solution_or_hidden_test_text_in_the_student_edition(site_text, name)
     bodies = _answer_bodies(section)
     assert bodies, f"{name}: a graded section has stubs to answer"
     secret = {f"the answer to {grade}": _needles(body, public) for grade, body in bodies.items()}
-    hidden_dir = assemble.HIDDEN / assemble.module_name(section.slug)
+    hidden_dir = section.grading_dir
     for path in sorted(hidden_dir.glob("*.py")):
         secret[f"the hidden tests {path.relative_to(ROOT)}"] = _needles(path.read_text(encoding="utf-8"), public)
     vacuous = [what for what, needles in secret.items() if not needles]

@@ -7,9 +7,10 @@ import re
 import pytest
 
 from autograder import assemble
-from autograder import notebooks as nbs
+from course import notebooks as nbs
+from course.section import sections
 
-SECTIONS = nbs.sections()
+SECTIONS = sections()
 IDS = [s.slug for s in SECTIONS]
 
 
@@ -74,17 +75,16 @@ def test_section_reads_as_a_chapter(section):
 @pytest.mark.parametrize("section", SECTIONS, ids=IDS)
 def test_solutions_hidden_tests_and_mutants_match_the_stubs(section):
     nb = nbs.read(section.path)
-    answers = assemble.solutions_module(section.slug)
+    answers = assemble.solutions_module(section)
     stubs = {nbs.grade_id(c): c for c in nb.cells if nbs.role(c) == "stub"}
     tests = {nbs.grade_id(c) for c in nb.cells if nbs.role(c) == "test"}
     for grade, cell in stubs.items():
         solved = assemble.fill_stubs(cell.source, grade, answers, markers=False)
         assert "NotImplementedError" not in solved
         compile(solved, grade, "exec")
-    module = assemble.module_name(section.slug)
-    hidden = {p.stem for p in (assemble.HIDDEN / module).glob("*.py") if not p.name.startswith("_")}
+    hidden = set(section.hidden_tests())
     assert hidden == tests, f"hidden tests without a test cell: {hidden - tests}; test cells without: {tests - hidden}"
-    mutants = {p.name for p in (assemble.MUTANTS / module).iterdir() if p.is_dir()}
+    mutants = {p.name for p in section.mutants_dir.iterdir() if p.is_dir()}
     assert mutants == set(stubs), f"mutant folders {mutants} should be one per stub {set(stubs)}"
 
 

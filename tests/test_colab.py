@@ -1,4 +1,4 @@
-"""The Colab notebooks (autograder/colab.py) and the book's Colab button (book/_ext/colab_launch.py)."""
+"""The Colab notebooks (publish/colab.py) and the book's Colab button (book/_ext/colab_launch.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import types
 import nbformat
 import pytest
 
-from autograder import colab
-from autograder import notebooks as nbs
+from course import notebooks as nbs
+from course.section import sections as all_sections
+from publish import colab
 
 
 def _launch_extension():
@@ -46,7 +47,7 @@ def written(tmp_path_factory):
 
 def test_one_colab_notebook_per_section_with_the_books_cells_after_the_install_cell(written):
     out, paths = written
-    sections = nbs.sections()
+    sections = all_sections()
     assert [p.relative_to(out).as_posix() for p in paths] == [f"book/{s.slug}.ipynb" for s in sections]
     for section, path in zip(sections, paths, strict=True):
         nb = nbformat.read(path, as_version=4)

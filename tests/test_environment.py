@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder.envfile import pins, render
+from publish.envfile import pins, render
 
 ROOT = Path(__file__).resolve().parent.parent
 CONSTRAINTS = (ROOT / "constraints.txt").read_text()
@@ -17,7 +17,7 @@ CONSTRAINTS = (ROOT / "constraints.txt").read_text()
 def test_environment_yml_pins_exactly_the_constraints():
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
-    assert pins("\n".join(pip_section)) == pins(CONSTRAINTS), "regenerate with: python -m autograder.envfile"
+    assert pins("\n".join(pip_section)) == pins(CONSTRAINTS), "regenerate with: python -m publish.envfile"
     assert "python=3.11" in env["dependencies"]
     assert (ROOT / "environment.yml").read_text() == render(CONSTRAINTS)
 

@@ -30,7 +30,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import assemble, corpus, course, grade, gradebook, report, submissions
+from autograder import grade, gradebook, release, report, submissions
+from course.section import section
+from tests.support import corpus
 
 SLUG = corpus.SLUG
 needs_bwrap = pytest.mark.skipif(
@@ -375,8 +377,7 @@ def test_cli_writes_grades_csv_report_and_feedback(graded_class):
     assert "<td>test_sharp_similarity</td><td>1</td><td>scores differs from the reference <b>(1)</b></td>" in html
     assert (root / "out" / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     hidden_headers = [  # each hidden test starts with a comment line "# Hidden: ..."
-        html_escape(p.read_text().splitlines()[0])
-        for p in (assemble.HIDDEN / assemble.module_name(SLUG)).glob("test_*.py")
+        html_escape(p.read_text().splitlines()[0]) for p in section(SLUG).hidden_tests().values()
     ]
     for student in ("good", "good_too", "partly"):
         feedback = (root / "course" / "feedback" / student / SLUG / f"{SLUG}.html").read_text()
@@ -391,8 +392,8 @@ def test_cli_writes_grades_csv_report_and_feedback(graded_class):
 def test_nbgrader_export_and_generate_feedback_run_on_the_result(graded_class):
     root, _ = graded_class
     course_dir = root / "course"
-    nbgrader = course.nbgrader_bin()
-    env = course.venv_env()
+    nbgrader = release.nbgrader_bin()
+    env = release.venv_env()
     export = subprocess.run(
         [nbgrader, "export", "--log-level=ERROR"], cwd=course_dir, env=env, capture_output=True, text=True
     )
@@ -516,7 +517,7 @@ class Formgrader:
             port = s.getsockname()[1]
         self.base = f"http://127.0.0.1:{port}"
         runtime = root.parent / "jupyter"
-        env = course.venv_env() | {
+        env = release.venv_env() | {
             "JUPYTER_RUNTIME_DIR": str(runtime / "runtime"),
             "JUPYTER_CONFIG_DIR": str(runtime / "config"),
         }

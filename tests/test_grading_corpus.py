@@ -1,4 +1,4 @@
-"""End to end: a class of bad submissions (autograder.corpus) graded by the sandboxed grader.
+"""End to end: a class of bad submissions (tests.support.corpus) graded by the sandboxed grader.
 
 Every submission gets exactly one result with the status and points its case
 expects; the attacks find nothing and change nothing; the good students' grades
@@ -17,9 +17,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import corpus, grade
-from autograder import notebooks as nbs
+from autograder import grade
 from autograder import sandbox as sb
+from course import notebooks as nbs
+from tests.support import corpus
 
 pytestmark = [
     pytest.mark.slow,

@@ -9,10 +9,11 @@ import sys
 import nbformat
 import pytest
 
-from autograder import notebooks as nbs
-from autograder.nbval_prepare import prepare
+from course import notebooks as nbs
+from course.section import sections
+from tests.support.nbval_prepare import prepare
 
-SECTIONS = nbs.sections()
+SECTIONS = sections()
 
 
 def _nbval(path):

@@ -8,16 +8,19 @@ import subprocess
 import nbformat
 import pytest
 
-from autograder import assemble, colab, corpus, course
-from autograder import notebooks as nbs
+from autograder import assemble, release
+from course import notebooks as nbs
+from course.section import sections
+from publish import colab
+from tests.support import corpus
 
-SECTIONS = nbs.sections()
+SECTIONS = sections()
 
 
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
     root = tmp_path_factory.mktemp("course")
-    paths = course.release(root)
+    paths = release.release(root)
     return root, {p.parent.name: nbformat.read(p, as_version=4) for p in paths}
 
 
@@ -41,7 +44,7 @@ def test_source_holds_solutions_and_hidden_tests_and_release_does_not(released, 
     assert assemble.BEGIN_SOLUTION in text and assemble.BEGIN_HIDDEN in text
     released_text = "\n".join(c.source for c in notebooks[section.assignment].cells)
     assert "BEGIN SOLUTION" not in released_text and "HIDDEN TESTS" not in released_text
-    for path in (assemble.HIDDEN / assemble.module_name(section.slug)).glob("*.py"):
+    for path in section.grading_dir.glob("*.py"):
         first = next(line for line in path.read_text().splitlines() if line.strip() and not line.startswith("#"))
         assert first in text and first not in released_text, f"{path.name} in source, not in release"
 
@@ -49,9 +52,9 @@ def test_source_holds_solutions_and_hidden_tests_and_release_does_not(released, 
 def _validate(path) -> str:
     """``nbgrader validate PATH`` as a student runs it, from the notebook's folder; returns what it printed."""
     result = subprocess.run(
-        [course.nbgrader_bin(), "validate", path.name],
+        [release.nbgrader_bin(), "validate", path.name],
         cwd=path.parent,
-        env=course.venv_env(),
+        env=release.venv_env(),
         capture_output=True,
         text=True,
         timeout=600,

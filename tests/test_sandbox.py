@@ -150,7 +150,7 @@ def test_student_code_sees_no_network_and_no_course(box, tmp_path):
         except OSError:
             pass
         print(sorted(os.listdir({str(ROOT)!r})))
-        for path in ({str(tmp_path / "secret.txt")!r}, {str(ROOT / "autograder" / "hidden")!r},
+        for path in ({str(tmp_path / "secret.txt")!r}, {str(ROOT / "autograder" / "sections")!r},
                      {str(ROOT / "solutions")!r}, {str(ROOT / "_build")!r}):
             print(path, os.path.exists(path))
         print(os.getuid())

@@ -1,7 +1,7 @@
 """Sphinx extension: the book's "Colab" launch button opens the section as a notebook Colab can run.
 
 Colab opens only ``.ipynb`` files from GitHub, but the book's sources are MyST text notebooks (``.md``), and
-sphinx-book-theme links Colab to the source. ``python -m autograder.colab`` (``make notebooks``) writes each
+sphinx-book-theme links Colab to the source. ``python -m publish.colab`` (``make notebooks``) writes each
 section as an ``.ipynb`` with a first cell that installs the course library on Colab; published on the branch
 named by ``qkv_colab_branch`` (``_config.yml``), they are what this button opens.
 """

@@ -44,7 +44,7 @@ __all__ = [
     "softmax_scaling_explorer",
 ]
 
-#: The environment variable that asks the explorers for static figures (set by ``autograder/build_book.py``).
+#: The environment variable that asks the explorers for static figures (set by ``publish/build_book.py``).
 BOOK_BUILD_ENV = "QKV_BOOK_BUILD"
 #: The kernels offered by the regression explorer, by the names :func:`qkv.nadaraya_watson.nadaraya_watson` accepts.
 KERNEL_NAMES = ("gaussian", "boxcar", "constant", "epanechnikov")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
-from autograder import notebooks as nbs
+from course import notebooks as nbs
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = (
@@ -237,7 +237,7 @@ def built_book(edition: str = "student") -> Path:
     Up to date means: staging the sources changes no file, and the HTML is newer than every staged file (so a
     build that failed half-way is run again). A lock file keeps parallel test workers from building at once.
     """
-    from autograder import build_book
+    from publish import build_book
 
     out = nbs.ROOT / "_build" / edition
     html = out / "_build" / "html"

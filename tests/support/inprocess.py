@@ -7,7 +7,7 @@ notebooks are also run in Jupyter kernels, by nbval and by the grader.)
 
 Conventions the book follows and ``tests/test_book_structure.py`` checks: the
 test cell of stub ``G`` has grade_id ``test_G``; hidden tests live in
-``autograder/hidden/<module>/test_G.py``.
+``autograder/sections/<module>/test_G.py`` (:class:`course.section.Section`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import traceback
 from dataclasses import dataclass, field
 
 from autograder import assemble
-from autograder import notebooks as nbs
+from course import notebooks as nbs
 
 
 @dataclass
@@ -79,8 +79,9 @@ def run_section(
 
     os.environ.setdefault("MPLBACKEND", "Agg")
     answers = answers or {}
-    solutions = assemble.solutions_module(slug)
-    path = nbs.BOOK / f"{slug}.md"
+    sec = assemble.as_section(slug)
+    solutions = assemble.solutions_module(sec)
+    path = sec.path
     nb = _notebook(str(path), path.stat().st_mtime)
     namespace: dict = {"__name__": "__main__"}
     run = Run()
@@ -98,7 +99,7 @@ def run_section(
                 _exec(source, namespace, label)
             elif role == "test":
                 outcome = TestOutcome(visible_error=_exec(cell.source, namespace, label))
-                extra = assemble.hidden_tests(slug, grade) if hidden else None
+                extra = assemble.hidden_tests(sec, grade) if hidden else None
                 if extra is not None:
                     outcome.hidden_ran = True
                     outcome.hidden_error = _exec(extra, namespace, label + " hidden")

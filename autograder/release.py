@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 from autograder import assemble
-from autograder import notebooks as nbs
+from course import notebooks as nbs
+from course.section import sections as all_sections
 
 ROOT = nbs.ROOT
 COURSE = ROOT / "_build" / "course"
@@ -39,7 +40,7 @@ def write_sources(course: Path = COURSE, sections=None) -> list[Path]:
     course.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(ROOT / "autograder" / "nbgrader_config.py", course / "nbgrader_config.py")
     paths = []
-    for section in sections or nbs.sections():
+    for section in sections or all_sections():
         nb = assemble.solved(nbs.read(section.path), section.slug, markers=True, hidden=True)
         nb.metadata.pop("jupytext", None)
         path = course / "source" / section.assignment / f"{section.slug}.ipynb"
@@ -50,7 +51,7 @@ def write_sources(course: Path = COURSE, sections=None) -> list[Path]:
 
 def release(course: Path = COURSE, sections=None) -> list[Path]:
     """Write the sources and run ``nbgrader generate_assignment`` for every section."""
-    sections = sections or nbs.sections()
+    sections = sections or all_sections()
     write_sources(course, sections)
     out = []
     for section in sections:

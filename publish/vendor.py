@@ -16,7 +16,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from autograder.notebooks import ROOT
+from course.notebooks import ROOT
 
 MATHJAX_VERSION = "3.2.2"
 MATHJAX_SHA256 = "1b9c0a1c44df864e915690558e72adb9cc5203360daefd385084ced3b6c64c09"

@@ -19,7 +19,6 @@ plain     no nbgrader metadata                                  prose, demos
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import jupytext
@@ -33,18 +32,6 @@ TOC = ROOT / "_toc.yml"
 STUB_LINES = ("# YOUR CODE HERE", "raise NotImplementedError()")
 # A demo cell that calls the student's answers: not executed in the student edition of the book.
 USES_ANSWERS = "uses-answers"
-
-
-@dataclass(frozen=True)
-class Section:
-    """One section notebook of the book: its slug names the file, the nbgrader assignment and the notebook."""
-
-    slug: str
-    path: Path
-
-    @property
-    def assignment(self) -> str:
-        return self.slug
 
 
 def toc_files(toc: Path = TOC) -> list[str]:
@@ -69,16 +56,6 @@ def is_notebook_source(path: Path) -> bool:
     """A MyST text notebook carries a jupytext header with a kernelspec; a plain page does not."""
     head = path.read_text(encoding="utf-8")[:2000]
     return head.startswith("---") and "kernelspec:" in head.split("\n---", 1)[0]
-
-
-def sections(root: Path = ROOT) -> list[Section]:
-    """The graded section notebooks, in the order of ``_toc.yml``."""
-    out = []
-    for name in toc_files(root / "_toc.yml"):
-        path = root / f"{name}.md"
-        if path.exists() and is_notebook_source(path) and any(role(c) != "plain" for c in read(path).cells):
-            out.append(Section(slug=Path(name).name, path=path))
-    return out
 
 
 def read(path: Path) -> nbformat.NotebookNode:

@@ -29,8 +29,11 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import assemble, colab
-from autograder import notebooks as nbs
+from autograder import assemble
+from course import notebooks as nbs
+from course.section import section
+from course.section import sections as all_sections
+from publish import colab
 
 SLUG = "queries-keys-values"
 WRITTEN_ANSWER = "A short answer in my own words."
@@ -52,23 +55,24 @@ def run_once(folder: Path, produce):
 
 def _inputs(slugs) -> list[Path]:
     """The files a course for ``slugs`` is built from (a change to any of them means a new build)."""
-    grader = nbs.ROOT / "autograder"
-    files = [grader / "nbgrader_config.py", grader / "assemble.py", grader / "course.py", grader / "notebooks.py"]
+    grader, root = nbs.ROOT / "autograder", nbs.ROOT
+    files = [grader / "nbgrader_config.py", grader / "assemble.py", grader / "release.py"]
+    files += [root / "course" / "notebooks.py", root / "course" / "section.py"]
     for slug in slugs:
-        module = assemble.module_name(slug)
-        files += [nbs.BOOK / f"{slug}.md", assemble.SOLUTIONS / f"{module}.py"]
-        files += sorted((assemble.HIDDEN / module).glob("*.py"))
+        sec = section(slug)
+        files += [sec.path, sec.solutions]
+        files += sorted(sec.grading_dir.glob("*.py"))
     return files
 
 
 def course_template(slugs=(SLUG,), cache: Path = CACHE) -> Path:
     """A built nbgrader course (sources, release, gradebook) holding only the sections ``slugs``.
 
-    Built with :func:`autograder.course.release` once per content of its inputs and kept under
+    Built with :func:`autograder.release.release` once per content of its inputs and kept under
     ``_build/``; copy it (``shutil.copytree``) before grading into it. Safe to call from several
     processes at once (pytest-xdist workers).
     """
-    from autograder import course as course_module
+    from autograder import release as course_module
 
     digest = hashlib.sha256()
     for path in _inputs(slugs):
@@ -78,9 +82,9 @@ def course_template(slugs=(SLUG,), cache: Path = CACHE) -> Path:
     with open(cache / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (target / "gradebook.db").exists():
-            sections = [s for s in nbs.sections() if s.slug in slugs]
+            sections = [s for s in all_sections() if s.slug in slugs]
             if len(sections) != len(slugs):
-                raise ValueError(f"unknown sections {slugs}: the book has {[s.slug for s in nbs.sections()]}")
+                raise ValueError(f"unknown sections {slugs}: the book has {[s.slug for s in all_sections()]}")
             build = Path(tempfile.mkdtemp(prefix="build-", dir=cache))
             course_module.release(build, sections)
             if target.exists():
@@ -115,12 +119,12 @@ def with_answer(nb, grade_id: str, source: str) -> nbformat.NotebookNode:
 
 def mutant_source(slug: str, grade_id: str, name: str) -> str:
     """The known-wrong answer ``autograder/mutants/<module>/<grade_id>/<name>.py``, as a whole stub cell."""
-    return (assemble.MUTANTS / assemble.module_name(slug) / grade_id / f"{name}.py").read_text(encoding="utf-8")
+    return (section(slug).mutants_dir / grade_id / f"{name}.py").read_text(encoding="utf-8")
 
 
 def mutants(slug: str) -> dict[str, list[str]]:
     """Every mutant of a section: stub grade_id -> mutant names."""
-    root = assemble.MUTANTS / assemble.module_name(slug)
+    root = section(slug).mutants_dir
     return {d.name: sorted(p.stem for p in d.glob("*.py")) for d in sorted(root.iterdir()) if d.is_dir()}
 
 
@@ -388,8 +392,8 @@ def build(dest: Path, course: Path, repo: Path = nbs.ROOT, only_good: bool = Fal
     secrets = [
         course / "source" / SLUG / f"{SLUG}.ipynb",
         course / "gradebook.db",
-        repo / "autograder" / "hidden" / assemble.module_name(SLUG) / "test_attention_pooling.py",
-        repo / "solutions" / f"{assemble.module_name(SLUG)}.py",
+        section(SLUG, repo).hidden_test("test_attention_pooling"),
+        section(SLUG, repo).solutions,
         dest / "good" / SLUG / f"{SLUG}.ipynb",
     ]
     reads = f"""

@@ -24,8 +24,9 @@ import time
 from pathlib import Path
 
 from autograder import assemble
-from autograder import notebooks as nbs
-from autograder.vendor import mathjax_dir
+from course import notebooks as nbs
+from course.section import sections
+from publish.vendor import mathjax_dir
 
 ROOT = nbs.ROOT
 EDITIONS = ("student", "solutions")
@@ -40,7 +41,7 @@ def stage(edition: str, dest: Path) -> list[Path]:
     for name in STAGED_FILES:
         if nbs.write_text_if_changed(dest / name, (ROOT / name).read_text(encoding="utf-8")):
             written.append(dest / name)
-    graded = {s.path for s in nbs.sections()}
+    graded = {s.path: s for s in sections()}
     for src in sorted(nbs.BOOK.rglob("*")):
         if src.is_dir() or ".ipynb_checkpoints" in src.parts:
             continue
@@ -48,7 +49,7 @@ def stage(edition: str, dest: Path) -> list[Path]:
         if src in graded:
             nb = nbs.read(src)
             if edition == "solutions":
-                nb = assemble.solved(nb, src.stem)
+                nb = assemble.solved(nb, graded[src])
             else:
                 for cell in nb.cells:
                     if nbs.role(cell) in ("stub", "test") or nbs.USES_ANSWERS in cell.metadata.get("tags", []):

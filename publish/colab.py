@@ -1,4 +1,4 @@
-"""The sections as notebooks for Google Colab: ``python -m autograder.colab [--out DIR]`` (``make notebooks``).
+"""The sections as notebooks for Google Colab: ``python -m publish.colab [--out DIR]`` (``make notebooks``).
 
 Colab opens ``.ipynb`` files from GitHub and has no ``qkv``. This writes, for every section,
 ``DIR/book/<slug>.ipynb``: the student's notebook (the same cells as ``book/<slug>.md`` and as nbgrader's
@@ -16,7 +16,9 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from autograder import notebooks as nbs
+from course import notebooks as nbs
+from course.section import Section
+from course.section import sections as all_sections
 
 ROOT = nbs.ROOT
 OUT = ROOT / "_build" / "notebooks"
@@ -44,7 +46,7 @@ def install_cell(url: str, branch: str) -> nbformat.NotebookNode:
     return cell
 
 
-def colab_notebook(section: nbs.Section, url: str, branch: str) -> nbformat.NotebookNode:
+def colab_notebook(section: Section, url: str, branch: str) -> nbformat.NotebookNode:
     """``section``'s student notebook with the install cell in front, as an ``.ipynb`` for Colab."""
     nb = nbs.read(section.path)
     nb.metadata.pop("jupytext", None)
@@ -60,7 +62,7 @@ def write(out: Path = OUT, sections=None) -> list[Path]:
     """Write every section's Colab notebook under ``out/book/`` and a README; return the notebook paths."""
     url, branch, colab_branch = repository()
     paths = []
-    for section in sections or nbs.sections():
+    for section in sections or all_sections():
         path = out / section.path.relative_to(ROOT).with_suffix(".ipynb")
         nbs.write_if_changed(colab_notebook(section, url, branch), path, fmt="ipynb")
         paths.append(path)
@@ -73,7 +75,7 @@ def write(out: Path = OUT, sections=None) -> list[Path]:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m autograder.colab", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m publish.colab", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT, help=f"where to write (default: {OUT.relative_to(ROOT)})")
     args = parser.parse_args(argv)
     paths = write(args.out.resolve())

@@ -12,14 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from autograder import assemble
-from autograder import notebooks as nbs
+from course import notebooks as nbs
+from course.section import Section
 
 OUT = nbs.ROOT / "_build" / "nbval"
 
 
-def prepare(section: nbs.Section, out: Path = OUT) -> dict[str, Path]:
+def prepare(section: Section, out: Path = OUT) -> dict[str, Path]:
     paths = {}
-    solved = assemble.solved(nbs.read(section.path), section.slug, hidden=True)
+    solved = assemble.solved(section.read(), section, hidden=True)
     paths["solutions"] = out / "solutions" / f"{section.slug}.ipynb"
     nbs.write_if_changed(solved, paths["solutions"], fmt="ipynb")
     student = nbs.read(section.path)
