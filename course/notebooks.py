@@ -84,17 +84,22 @@ def nbgrader_meta(cell) -> dict:
 
 
 def role(cell) -> str:
-    """The cell's role in the course (see the module docstring)."""
-    meta = nbgrader_meta(cell)
-    if not meta:
+    """The cell's role in the course (see the module docstring), decided by nbgrader's own predicates.
+
+    For the course's trusted notebooks only (``book/``, the release). Untrusted submissions, whose
+    metadata may be malformed, are read defensively by :mod:`autograder.grade` instead.
+    """
+    if "nbgrader" not in cell.get("metadata", {}):
         return "plain"
-    if meta.get("task"):
+    from nbgrader import utils as nbgrader_utils  # imported on first use: importing nbgrader takes a second
+
+    if nbgrader_utils.is_task(cell):
         return "task"
-    if meta.get("solution"):
+    if nbgrader_utils.is_solution(cell):
         return "stub" if cell.cell_type == "code" else "answer"
-    if meta.get("grade"):
+    if nbgrader_utils.is_grade(cell):
         return "test"
-    if meta.get("locked"):
+    if nbgrader_utils.is_locked(cell):
         return "locked"
     return "plain"
 
