@@ -1,4 +1,4 @@
-"""Book build budget (DESIGN.md): a cold build of the whole book on 2 CPU cores in under 10 minutes, a warm
+"""Book build budget (docs/design.md): a cold build of the whole book on 2 CPU cores in under 10 minutes, a warm
 rebuild in under a minute.
 
 Builds the student edition into a scratch copy of _build (so your own build and its cache are untouched): once cold
@@ -37,7 +37,7 @@ def main(argv=None):
         out = Path(tmp) / args.edition
         times = {"cold": timed_build(args.edition, out), "warm": timed_build(args.edition, out)}
         shutil.rmtree(out, ignore_errors=True)
-    print(f"\nBook build, {args.edition} edition (budget from DESIGN.md)\n")
+    print(f"\nBook build, {args.edition} edition (budget from docs/design.md)\n")
     print("| build | seconds | budget (s) | ratio to budget |")
     print("|---|---:|---:|---:|")
     for kind, seconds in times.items():
