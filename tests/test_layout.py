@@ -1,0 +1,106 @@
+"""The layout rule: every path of a section comes from ``course.section.Section``, and no other code rebuilds one.
+
+A contributor who adds a section adds files in the pattern ``course/section.py`` describes and one ``_toc.yml``
+line; if some module built ``solutions/<module>.py`` or ``autograder/sections/<module>`` by hand, a change of the
+pattern would have to be made in every such place, and the places would drift apart.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from course.section import ROOT, Section, grading_limits, section, sections
+
+#: Code that spells out a section path rule, and what to use instead.
+PATH_RULES = {
+    r"""replace\(\s*["']-["']\s*,\s*["']_["']\s*\)""": "the slug's module name: use Section.module",
+    r"""f["'][^"'\n]*\{[^}\n]*slug[^}\n]*\}\.md["']""": "a section's notebook: use Section.path",
+    r"""["']autograder["']\s*/\s*["'](hidden|sections|mutants)["']\s*/""": "Section.grading_dir",
+    r"""["']solutions["']\s*/\s*f["'][^"'\n]*\.py["']""": "the section's answers: use Section.solutions",
+    r"""["'](figures|widgets)["']\s*/\s*f["']""": "the section's figures or widgets: use Section.figures_path",
+}
+#: Where a path rule may be written: the one place that defines them, and this test.
+ALLOWED = {ROOT / "course" / "section.py", Path(__file__).resolve()}
+
+
+def _python_files():
+    for folder in ("autograder", "course", "publish", "tests", "benchmarks", "solutions", "lib"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path.resolve() not in ALLOWED and "_build" not in path.parts:
+                yield path
+
+
+def test_no_code_outside_section_rebuilds_a_path_rule():
+    found = []
+    for path in _python_files():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            for pattern, instead in PATH_RULES.items():
+                if re.search(pattern, line):
+                    found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}  ({instead})")
+    assert not found, "section paths built by hand:\n" + "\n".join(found)
+
+
+def test_the_rule_check_finds_a_hand_built_path(tmp_path):
+    """The check above can fail: each pattern matches the hand-written form it forbids."""
+    samples = [
+        'name = slug.replace("-", "_")',
+        'path = BOOK / f"{slug}.md"',
+        'folder = ROOT / "autograder" / "sections" / module',
+        'answers = ROOT / "solutions" / f"{module}.py"',
+        'fig = lib / "figures" / f"{module}.py"',
+    ]
+    for sample, pattern in zip(samples, PATH_RULES, strict=True):
+        assert re.search(pattern, sample), f"{pattern!r} should match {sample!r}"
+
+
+def test_section_derives_every_path_from_its_slug():
+    sec = Section("attention-scoring-functions")
+    assert sec.module == "attention_scoring_functions" and sec.assignment == sec.slug
+    assert sec.path == ROOT / "book" / "attention-scoring-functions.md"
+    assert sec.solutions == ROOT / "solutions" / "attention_scoring_functions.py"
+    assert sec.grading_dir == ROOT / "autograder" / "sections" / "attention_scoring_functions"
+    assert sec.hidden_test("test_masked_softmax") == sec.grading_dir / "test_masked_softmax.py"
+    assert sec.figures_module == "qkv.figures.attention_scoring_functions"
+    assert sec.figures_path == ROOT / "lib" / "qkv" / "figures" / "attention_scoring_functions.py"
+    assert sec.mutants.parent == sec.rubric.parent == sec.grading_dir
+
+
+@pytest.mark.parametrize("sec", sections(), ids=lambda s: s.slug)
+def test_every_path_of_a_real_section_exists(sec):
+    assert sec.path.exists() and sec.solutions.exists(), f"{sec.slug}: missing {sec.path} or {sec.solutions}"
+    assert sec.hidden_tests(), f"{sec.slug}: no hidden tests in {sec.grading_dir}"
+    assert all(p.parent == sec.grading_dir for p in sec.hidden_tests().values())
+
+
+def test_an_unknown_section_names_the_ones_there_are():
+    with pytest.raises(KeyError, match="queries-keys-values"):
+        section("no-such-section")
+
+
+@pytest.mark.parametrize("sec", sections(), ids=lambda s: s.slug)
+def test_grading_limits_of_every_section_are_valid(sec):
+    limits = sec.limits
+    assert set(limits) <= {"deadline_s", "memory_gib"}
+
+
+@pytest.mark.parametrize(
+    "block, message",
+    [
+        ({"deadline": 300}, "unknown key"),
+        ({"deadline_s": -1}, "positive number"),
+        ({"memory_gib": "4"}, "positive number"),
+        ({"deadline_s": True}, "positive number"),
+        ([300], "mapping"),
+    ],
+)
+def test_bad_grading_limits_are_refused_with_the_reason(block, message):
+    with pytest.raises(ValueError, match=message):
+        grading_limits({"grading": block})
+
+
+def test_good_grading_limits_are_read():
+    assert grading_limits({"grading": {"deadline_s": 300, "memory_gib": 4.5}}) == {"deadline_s": 300, "memory_gib": 4.5}
+    assert grading_limits({}) == {}
