@@ -131,10 +131,20 @@ def python_paths() -> list[Path]:
     """What the interpreter needs, read-only: its prefix, the venv, and the folders of editable packages."""
     paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), Path(sys.executable).resolve().parent}
     paths.add(Path(sys.prefix))  # the venv as named (its python links into the base prefix)
-    spec = importlib.util.find_spec("qkv")
-    if spec is not None and spec.origin:
-        paths.add(Path(spec.origin).resolve().parent.parent)  # the folder holding the package (lib/)
+    lib = qkv_folder()
+    if lib is not None:
+        paths.add(lib)
     return sorted(paths)
+
+
+def qkv_folder() -> Path | None:
+    """The folder holding the ``qkv`` this process imports (``lib/`` of the checkout, or of a copy of it): the
+    sandbox binds it and puts it first on the child's ``PYTHONPATH``, so that the child grades with the same
+    ``qkv`` as the grader, whichever checkout the interpreter's editable install points at."""
+    spec = importlib.util.find_spec("qkv")
+    if spec is None or not spec.origin:
+        return None
+    return Path(spec.origin).resolve().parent.parent
 
 
 def data_paths() -> list[Path]:
@@ -204,6 +214,8 @@ def bwrap_args(limits: Limits, control_fd: int, preload=PRELOAD) -> list[str]:
     }
     if data_paths():
         env["QKV_DATA_DIR"] = str(data_paths()[0])
+    if qkv_folder() is not None:
+        env["PYTHONPATH"] = str(qkv_folder())
     for key, value in env.items():
         args += ["--setenv", key, value]
     args += [sys.executable, "-s", "-B", RUNNER_IN_SANDBOX, "--control-fd", str(control_fd)]
