@@ -23,7 +23,6 @@ import sys
 import time
 from pathlib import Path
 
-from autograder import assemble
 from course import notebooks as nbs
 from course.section import sections
 from publish.vendor import mathjax_dir
@@ -33,10 +32,25 @@ EDITIONS = ("student", "solutions")
 STAGED_FILES = ("_config.yml", "_toc.yml", "references.bib")
 
 
+def _assembler():
+    """``autograder.assemble``, imported only for the solutions edition: the public edition of the repository
+    (``make public``) has neither ``autograder/`` nor ``solutions/`` and builds the student edition alone."""
+    if not (ROOT / "solutions").is_dir() or not (ROOT / "autograder" / "assemble.py").is_file():
+        raise SystemExit(
+            "[book] the solutions edition needs the instructors' repository: this tree has no solutions/ or "
+            "autograder/ (it is the public edition). Build the student edition instead: make book"
+        )
+    from autograder import assemble
+
+    return assemble
+
+
 def stage(edition: str, dest: Path) -> list[Path]:
     """Write the sources of ``edition`` under ``dest``; return the paths written."""
     if edition not in EDITIONS:
         raise SystemExit(f"unknown edition {edition!r}: choose one of {', '.join(EDITIONS)}")
+    if edition == "solutions":
+        assemble = _assembler()
     written = []
     for name in STAGED_FILES:
         if nbs.write_text_if_changed(dest / name, (ROOT / name).read_text(encoding="utf-8")):
