@@ -1,5 +1,6 @@
-"""The pinned environment: constraints.txt (pip, used by make) and environment.yml (conda) agree."""
+"""The pinned environment: constraints.txt (pip, used by make) and environment.yml (conda, Binder) agree."""
 
+import re
 import shutil
 import subprocess
 import tomllib
@@ -7,6 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pip._internal.network.session import PipSession
+from pip._internal.req.req_file import parse_requirements
 
 from publish.envfile import pins, render
 
@@ -14,12 +17,33 @@ ROOT = Path(__file__).resolve().parent.parent
 CONSTRAINTS = (ROOT / "constraints.txt").read_text()
 
 
-def test_environment_yml_pins_exactly_the_constraints():
+def test_environment_yml_is_what_the_generator_writes():
+    text = (ROOT / "environment.yml").read_text()
+    assert text == render(), "regenerate with: python -m publish.envfile"
+    env = yaml.safe_load(text)
+    assert "python=3.11" in env["dependencies"] and "pip" in env["dependencies"]
+    makefile_python = re.search(r"^PYTHON \?= python(\S+)$", (ROOT / "Makefile").read_text(), re.M).group(1)
+    assert f"python={makefile_python}" in env["dependencies"], "environment.yml and make must use the same Python"
+
+
+def test_pip_reads_every_pin_of_constraints_txt_from_environment_yml(tmp_path):
+    """conda hands the pip: lines to pip as a requirements file written beside environment.yml (its folder is also
+    pip's working directory); pip must then see constraints.txt's pins, and the course installed editable."""
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
-    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
-    assert pins("\n".join(pip_section)) == pins(CONSTRAINTS), "regenerate with: python -m publish.envfile"
-    assert "python=3.11" in env["dependencies"]
-    assert (ROOT / "environment.yml").read_text() == render(CONSTRAINTS)
+    pip_lines = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    folder = tmp_path / "checkout"  # what conda sees: environment.yml and constraints.txt side by side
+    folder.mkdir()
+    shutil.copy(ROOT / "environment.yml", folder)
+    shutil.copy(ROOT / "constraints.txt", folder)
+    requirements = folder / "condaenv.test.requirements.txt"
+    requirements.write_text("\n".join(pip_lines))
+    parsed = list(parse_requirements(str(requirements), session=PipSession()))
+    constrained = pins("\n".join(r.requirement for r in parsed if r.constraint))
+    assert constrained == pins(CONSTRAINTS), "environment.yml must install exactly constraints.txt's versions"
+    installs = [(r.requirement, r.is_editable) for r in parsed if not r.constraint]
+    assert installs == [(".[dev]", True)], f"environment.yml should install the course editable with [dev]: {installs}"
+    # Nothing else pins a version: constraints.txt is the one list of versions.
+    assert not [line for line in pip_lines if "==" in line], "pin versions in constraints.txt, not in environment.yml"
 
 
 def test_every_direct_dependency_is_pinned():
