@@ -10,7 +10,9 @@
   and the histogram of grades (as a percentage of the maximum of what is scored).
 * ``report.html``: the same figure, a count of results per status, the most
   frequent failures of each test, what still waits for a person, and the table
-  of every result with its reason.
+  of every result with its reason. It is the Jinja2 template
+  ``autograder/templates/report.html.j2``, autoescaped: whatever a student's
+  name or a failure message holds shows as text.
 * ``failures.csv``: one row per failed test of each notebook, with the first
   line of what failed (a check's message, or the error).
 * Feedback: nbgrader's own ``generate_feedback`` on the autograded notebooks,
@@ -20,7 +22,7 @@
 from __future__ import annotations
 
 import csv
-import html
+import functools
 import logging
 import os
 from collections import Counter
@@ -28,6 +30,7 @@ from pathlib import Path
 
 FIELDS = ("student", "assignment", "notebook", "score", "max_score", "status", "reason")
 LATE_FIELDS = ("late_penalty", "seconds_late", "ungraded")
+TEMPLATES = Path(__file__).resolve().with_name("templates")
 
 
 def exercise_columns(results) -> list[str]:
@@ -141,83 +144,46 @@ def write_figure(results, path: Path) -> Path:
     return path
 
 
+@functools.cache
+def templates():
+    """The Jinja2 environment of ``autograder/templates/``: autoescaped (a student's name, a failure message or
+    a reason is text, never markup), and strict (a name the template uses but is not given is an error)."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["number"] = _number
+    env.filters["percent"] = lambda share: f"{100 * share:.0f}%"
+    env.globals["plural"] = plural
+    return env
+
+
 def write_report(results, out: Path) -> Path:
-    """``report.png`` and ``report.html`` in ``out``; returns the HTML path."""
+    """``report.png`` and ``report.html`` (the template ``templates/report.html.j2``) in ``out``; returns the
+    HTML path."""
     out = Path(out)
     write_figure(results, out / "report.png")
-    statuses = Counter(r.status for r in results)
-    rates = pass_rates(results)
-    esc = html.escape
-    rows = "\n".join(
-        f"<tr><td>{esc(r.student)}</td><td>{esc(r.assignment)}</td><td>{r.score:g} / {r.max_score:g}</td>"
-        f"<td>{esc(r.status)}</td><td>{esc(r.reason)}</td></tr>"
-        for r in results
-    )
-    status_rows = "\n".join(f"<tr><td>{esc(s)}</td><td>{n}</td></tr>" for s, n in sorted(statuses.items()))
-    rate_rows = "\n".join(f"<tr><td>{esc(g)}</td><td>{100 * p:.0f}%</td></tr>" for g, p in rates.items())
     waiting = Counter(g for r in results for g in r.waiting)
-    if waiting:
-        wait_rows = "\n".join(
-            f"<tr><td>{esc(g)}</td><td>{waiting[g]}</td></tr>" for g in exercise_columns(results) if waiting[g]
-        )
-        count = plural(sum(waiting.values()), "written answer has", "written answers have")
-        waits = f"""<h2>Waiting for a person</h2>
-<p>{count} no score yet. Grade them in nbgrader's formgrader (start
-<code>jupyter lab</code> in the course folder, then Nbgrader &rarr; Formgrader), then run the grading again:
-the scores a grader gives are kept and count.</p>
-<table><tr><th>exercise</th><th>notebooks</th></tr>
-{wait_rows}
-</table>"""
-    else:
-        waits = "<p>Every exercise of every notebook has a score.</p>"
     common = common_failures(results)
-    fail_rows = "\n".join(
-        f"<tr><td>{esc(g)}</td><td>{sum(g in r.failures for r in results)}</td><td>"
-        + "<br>".join(f"{esc(what)} <b>({n})</b>" for what, n in tops)
-        + "</td></tr>"
-        for g, tops in common.items()
+    page = (
+        templates()
+        .get_template("report.html.j2")
+        .render(
+            results=results,
+            late=[r for r in results if r.seconds_late > 0],
+            statuses=sorted(Counter(r.status for r in results).items()),
+            rates=pass_rates(results),
+            common=common,
+            failed_in={g: sum(g in r.failures for r in results) for g in common},
+            waiting={g: waiting[g] for g in exercise_columns(results) if waiting[g]},
+        )
     )
-    mistakes = (
-        f"""<h2>What went wrong, by exercise</h2>
-<p>The most frequent failures of each test among the notebooks that ran (every one is in <code>failures.csv</code>).</p>
-<table><tr><th>exercise</th><th>failed in</th><th>most frequent failures (notebooks)</th></tr>
-{fail_rows}
-</table>"""
-        if common
-        else ""
-    )
-    late = [r for r in results if r.seconds_late > 0]
-    late_note = (
-        f"<p>{plural(len(late), 'notebook was', 'notebooks were')} handed in after the due date "
-        f"({sum(r.late_penalty for r in late):g} points taken off in all).</p>"
-        if late
-        else ""
-    )
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Grading report</title>
-<style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse;margin-bottom:2em}}
-td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}}</style></head>
-<body>
-<h1>Grading report</h1>
-<p>{len(results)} notebooks graded.</p>
-{late_note}
-<img src="report.png" alt="Pass rate per exercise and histogram of grades" style="max-width:100%">
-<h2>Results by status</h2>
-<table><tr><th>status</th><th>notebooks</th></tr>
-{status_rows}
-</table>
-<h2>Pass rate per exercise</h2>
-<table><tr><th>exercise</th><th>full marks</th></tr>
-{rate_rows}
-</table>
-{mistakes}
-{waits}
-<h2>Every result</h2>
-<table><tr><th>student</th><th>assignment</th><th>score</th><th>status</th><th>reason</th></tr>
-{rows}
-</table>
-</body></html>
-"""
     path = out / "report.html"
     path.write_text(page, encoding="utf-8")
     return path
