@@ -103,3 +103,57 @@ def test_code_cells_fit_the_books_column(section):
         if len(line) > CODE_COLUMNS
     ]
     assert not long, f"{section.slug}: rewrap these lines to {CODE_COLUMNS} characters:\n" + "\n".join(long)
+
+
+def test_every_section_has_a_glance_figure_and_every_figure_or_widget_module_a_section():
+    """``qkv.figures.<module>.glance()`` draws each section's opening figure; ``qkv.figures`` and ``qkv.widgets``
+    hold one module per section (DESIGN.md, "A section is one name in every folder") and nothing else public."""
+    import importlib
+    import pkgutil
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    import qkv.figures
+    import qkv.widgets
+
+    problems = []
+    for section in SECTIONS:
+        path = section.figures_path.relative_to(section.root)
+        try:
+            module = importlib.import_module(section.figures_module)
+        except ModuleNotFoundError as error:
+            if error.name != section.figures_module:
+                raise
+            problems.append(f"{section.slug}: create {path} with a glance() that draws and returns its opening figure")
+            continue
+        glance = getattr(module, "glance", None)
+        if not callable(glance):
+            problems.append(f"{section.slug}: {path} has no glance(); add one that draws and returns the figure")
+            continue
+        fig = glance()
+        try:
+            drawn = isinstance(fig, Figure) and any(
+                ax.patches or ax.lines or ax.texts or ax.collections or ax.images for ax in fig.axes
+            )
+        finally:
+            plt.close("all")
+        if not drawn:
+            problems.append(
+                f"{section.slug}: glance() in {path} returned {type(fig).__name__}, not a matplotlib Figure "
+                "with something drawn on it"
+            )
+
+    modules = {s.module for s in SECTIONS}
+    for package in (qkv.figures, qkv.widgets):
+        for info in pkgutil.iter_modules(package.__path__):
+            if not info.name.startswith("_") and info.name not in modules:
+                path = f"lib/{package.__name__.replace('.', '/')}/{info.name}.py"
+                problems.append(
+                    f"{path} belongs to no section: name it after a section's module ({', '.join(sorted(modules))}), "
+                    "or add its section to _toc.yml"
+                )
+    assert not problems, "\n".join(problems)

@@ -265,13 +265,6 @@ def test_tables_and_the_achieved_fraction_of_the_peak(capsys):
     assert costlab.device_memory_bytes("cpu") > 2**20
 
 
-def test_the_glance_figure_has_the_picture_and_the_slopes():
-    fig = costlab.cost_glance()
-    left, right = fig.axes
-    assert right.get_xscale() == "log"
-    assert [t.get_text() for t in right.get_legend().get_texts()] == ["slope 2: attention", "slope 1: RNN, CNN"]
-
-
 # ----------------------------------------------------------------------------- on a GPU
 
 

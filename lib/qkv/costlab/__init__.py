@@ -33,7 +33,6 @@ from qkv.costlab.device import (
 )
 from qkv.costlab.results import (
     RESULTS_DIR,
-    cost_glance,
     plot_sweep,
     print_pivot,
     print_table,
@@ -69,5 +68,4 @@ __all__ = [
     "device_memory_bytes",
     "peak_flops",
     "achieved",
-    "cost_glance",
 ]

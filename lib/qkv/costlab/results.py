@@ -2,8 +2,8 @@
 
 :func:`plot_sweep` draws the log-log picture; :func:`write_results` and
 :func:`read_results` keep a sweep in a CSV; :func:`show_results` draws every
-sweep committed under ``benchmarks/results``; :func:`cost_glance` is the lab's
-opening figure.
+sweep committed under ``benchmarks/results``. The lab's opening diagram is
+:func:`qkv.figures.attention_cost_lab.glance`.
 """
 
 from __future__ import annotations
@@ -177,41 +177,3 @@ def print_pivot(rows: Sequence[dict], value: str = "time_ms", fmt: str = ".3g") 
         table.append(line)
     columns = ["", *(f"{key}={s}" for s in sizes)]
     print_table([{c: line.get(c, "-") for c in columns} for line in table], columns)
-
-
-# ----------------------------------------------------------------------------- at a glance
-
-
-def cost_glance():
-    """The lab at a glance: self-attention fills an n x n table of scores in one parallel step; an RNN walks
-    the n tokens one after another; on log-log axes their costs are lines of slope 2 and 1 (D2L 11.6.2)."""
-    from matplotlib.patches import FancyArrowPatch, Rectangle
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.0), gridspec_kw={"width_ratios": [1.45, 1]})
-    left.set_xlim(0, 10)
-    left.set_ylim(0.8, 6.1)
-    left.set_aspect("equal")
-    left.axis("off")
-    m = 6
-    for i in range(m):
-        for j in range(m):
-            left.add_patch(Rectangle((0.4 + 0.5 * j, 4.9 - 0.5 * i), 0.5, 0.5, fc="#cfe3ff", ec="0.4", lw=0.6))
-    left.text(1.9, 5.65, "self-attention", ha="center", fontsize=10, weight="bold")
-    left.text(1.9, 1.45, "n x n scores, all at once\n$O(n^2 d)$ FLOPs, $O(1)$ steps", ha="center", fontsize=8.5)
-    left.text(7.0, 5.65, "RNN", ha="center", fontsize=10, weight="bold")
-    for i in range(m):
-        x = 4.6 + i * 0.85
-        left.add_patch(Rectangle((x, 3.3), 0.6, 0.6, fc="#ffe2b8", ec="0.4", lw=0.6))
-        if i:
-            left.add_patch(FancyArrowPatch((x - 0.25, 3.6), (x, 3.6), arrowstyle="-|>", mutation_scale=8, lw=0.8))
-    left.text(7.0, 1.45, "one token after another\n$O(n d^2)$ FLOPs, $O(n)$ steps", ha="center", fontsize=8.5)
-    ns = [2.0**p for p in range(7, 15)]
-    right.loglog(ns, [(n / ns[0]) ** 2 for n in ns], "-", color="C0", label="slope 2: attention")
-    right.loglog(ns, [n / ns[0] for n in ns], "--", color="C1", label="slope 1: RNN, CNN")
-    right.set_xlabel("sequence length n")
-    right.set_ylabel("cost (relative)")
-    right.set_title("measure, then fit $t = c\\,n^k$", fontsize=9)
-    right.grid(True, which="both", alpha=0.3)
-    right.legend(fontsize=8)
-    fig.tight_layout()
-    return fig

@@ -1,17 +1,12 @@
-"""Interactive explorers: kernel regression (D2L 11.2) and the scaling of dot products (D2L 11.3).
+"""Interactive explorer of D2L 11.3, "Attention Scoring Functions" (``book/attention-scoring-functions.md``):
+why dot products are divided by sqrt(d), with a slider for d and a scaling toggle.
 
-Each explorer returns an ipywidgets control panel when run in Jupyter. While
-the book is built (the build sets the environment variable ``QKV_BOOK_BUILD=1``),
-or where ipywidgets cannot be imported, it draws a static grid of several
-settings instead and returns that matplotlib ``Figure``, so the printed page
-shows what the sliders would. End the explorer's cell *without* a ``;``: a
-trailing semicolon hides the widget.
-
-What is drawn is computed by pure functions, tested on their own:
-:func:`fit_curve` (an estimate and its leave-one-out loss),
+:func:`softmax_scaling_explorer` returns the controls in Jupyter and the
+static :func:`softmax_scaling_grid` in the book (see :mod:`qkv.widgets`). What
+it draws is computed by pure functions, tested on their own:
 :func:`attention_weight_samples` and :func:`softmax_entropy` (the weights of
 random queries over random keys and how spread out they are), and
-:func:`softmax_entropy_vs_dim`, which section 11.3 uses for its figure on
+:func:`softmax_entropy_vs_dim`, which section 11.3 also uses for its figure on
 softmax saturation. Shape letters are those of the glossary in :mod:`qkv`
 (here ``B`` counts independent random trials).
 """
@@ -20,23 +15,16 @@ from __future__ import annotations
 
 import math
 import operator
-import os
-from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import torch
 
-from qkv import nadaraya_watson as nw
 from qkv.plotting import use_svg_display
+from qkv.widgets import ipywidgets_or_none, static_figure
 
 __all__ = [
-    "BOOK_BUILD_ENV",
-    "static_mode",
-    "Fit",
-    "fit_curve",
-    "nadaraya_watson_grid",
-    "nadaraya_watson_explorer",
+    "CURVE_TRIALS",
     "attention_weight_samples",
     "softmax_entropy",
     "softmax_entropy_vs_dim",
@@ -44,184 +32,8 @@ __all__ = [
     "softmax_scaling_explorer",
 ]
 
-#: The environment variable that asks the explorers for static figures (set by ``publish/build_book.py``).
-BOOK_BUILD_ENV = "QKV_BOOK_BUILD"
-#: The kernels offered by the regression explorer, by the names :func:`qkv.nadaraya_watson.nadaraya_watson` accepts.
-KERNEL_NAMES = ("gaussian", "boxcar", "constant", "epanechnikov")
 #: The number of random queries behind each point of the explorers' entropy curves.
 CURVE_TRIALS = 200
-NO_WIDGETS_NOTE = "ipywidgets is not installed, so here are fixed settings instead of sliders (pip install ipywidgets)."
-
-
-def static_mode() -> bool:
-    """True while the book is being built (``QKV_BOOK_BUILD`` set to anything but "" or "0"), when the
-    explorers draw static figures instead of widgets (D2L 11.2, 11.3)."""
-    return os.environ.get(BOOK_BUILD_ENV, "").strip() not in ("", "0")
-
-
-def _widgets_module():
-    """ipywidgets, or None (after printing a one-line note) where it cannot be imported."""
-    try:
-        import ipywidgets
-    except ImportError:
-        print(NO_WIDGETS_NOTE)
-        return None
-    return ipywidgets
-
-
-def _static(fig):
-    """Return ``fig`` detached from pyplot: Jupyter then shows it once, as the cell's value."""
-    plt.close(fig)
-    return fig
-
-
-# --------------------------------------------------------------------------------------------------------------
-# D2L 11.2: Nadaraya-Watson regression
-# --------------------------------------------------------------------------------------------------------------
-
-
-class Fit(NamedTuple):
-    """A Nadaraya-Watson estimate drawn by the explorer (D2L 11.2)."""
-
-    x: torch.Tensor  # (Q,) the queries: an even grid over the training inputs, float64
-    y_hat: torch.Tensor  # (Q,) the estimate at each query
-    loo: float  # the leave-one-out loss of the training data at this kernel and width
-
-
-def _regression_data(x_train, y_train) -> tuple[torch.Tensor, torch.Tensor]:
-    """Both given, as float64 tensors of shape (n,), or both None for D2L 11.2.1's data (seed 0)."""
-    if x_train is None and y_train is None:
-        data = nw.make_data(n=40, noise=1.0, seed=0)
-        x_train, y_train = data.x_train, data.y_train
-    elif x_train is None or y_train is None:
-        raise ValueError(
-            "give both x_train and y_train, or neither (to use D2L's data: 40 noisy points of 2 sin x + x)"
-        )
-    x_train = torch.as_tensor(x_train).detach().to("cpu", torch.float64)
-    y_train = torch.as_tensor(y_train).detach().to("cpu", torch.float64)
-    if x_train.dim() != 1 or x_train.shape != y_train.shape or x_train.numel() < 2:
-        raise ValueError(
-            "x_train and y_train must be 1-D and of the same length n >= 2 (one label per input); "
-            f"got shapes {tuple(x_train.shape)} and {tuple(y_train.shape)}"
-        )
-    return x_train, y_train
-
-
-def fit_curve(x_train, y_train, kernel="gaussian", sigma: float = 1.0, num_points: int = 200) -> Fit:
-    """The Nadaraya-Watson estimate on a grid, and its leave-one-out loss (D2L 11.2).
-
-    The grid has ``num_points`` even steps from 5% of the data's range below
-    its smallest input to 5% above its largest. Everything is computed in
-    float64 with :func:`qkv.nadaraya_watson.nadaraya_watson` and
-    :func:`qkv.nadaraya_watson.loo_loss`; ``kernel`` is a name or a function.
-    """
-    x_train, y_train = _regression_data(x_train, y_train)
-    if num_points < 2:
-        raise ValueError(f"num_points must be at least 2 to draw a curve, got {num_points}")
-    lo, hi = float(x_train.min()), float(x_train.max())
-    pad = 0.05 * (hi - lo) if hi > lo else 0.5
-    grid = torch.linspace(lo - pad, hi + pad, num_points, dtype=torch.float64)  # (Q,) queries
-    y_hat, _ = nw.nadaraya_watson(x_train, y_train, grid, kernel, sigma)  # (K,), (K,), (Q,) -> (Q,)
-    return Fit(grid, y_hat, nw.loo_loss(x_train, y_train, kernel, sigma))
-
-
-def _kernel_label(kernel) -> str:
-    return kernel if isinstance(kernel, str) else getattr(kernel, "__name__", "kernel")
-
-
-def _draw_fit(ax, x_train, y_train, kernel, sigma: float, truth: Callable | None) -> Fit:
-    """One panel: the estimate, the true function (if given) and the training points; the LOO loss as title."""
-    fit = fit_curve(x_train, y_train, kernel, sigma)
-    ax.plot(x_train.numpy(), y_train.numpy(), "o", color="0.55", alpha=0.5, markersize=3.5, label="training points")
-    if truth is not None:
-        ax.plot(
-            fit.x.numpy(),
-            torch.as_tensor(truth(fit.x)).detach().numpy(),
-            "--",
-            color="tab:purple",
-            lw=1.2,
-            label="true f",
-        )
-    ax.plot(fit.x.numpy(), fit.y_hat.numpy(), color="tab:blue", lw=1.8, label="estimate")
-    ax.set_title(f"{_kernel_label(kernel)}, sigma = {sigma:.3g}\nLOO loss {fit.loo:.3f}", fontsize=9)
-    ax.grid(True, alpha=0.3)
-    return fit
-
-
-def nadaraya_watson_grid(
-    x_train=None,
-    y_train=None,
-    kernels: Sequence = ("gaussian", "boxcar", "epanechnikov"),
-    sigmas: Sequence[float] = (0.1, 0.5, 2.0),
-    truth: Callable | None = nw.f,
-):
-    """Small multiples of Nadaraya-Watson fits: one row per kernel, one column per width (D2L 11.2).
-
-    Each panel shows the estimate, ``truth`` (D2L's ``2 sin x + x`` by
-    default; None to leave it out) and the training points, with the
-    leave-one-out loss in its title. Returns the ``Figure``, whose axes are the
-    panels in row-major order.
-    """
-    x_train, y_train = _regression_data(x_train, y_train)
-    kernels, sigmas = list(kernels), [float(s) for s in sigmas]
-    if not kernels or not sigmas:
-        raise ValueError("give at least one kernel and one width")
-    use_svg_display()
-    fig, axes = plt.subplots(
-        len(kernels),
-        len(sigmas),
-        figsize=(3.2 * len(sigmas), 2.5 * len(kernels)),
-        sharex=True,
-        sharey=True,
-        squeeze=False,
-    )
-    for i, kernel in enumerate(kernels):
-        for j, sigma in enumerate(sigmas):
-            _draw_fit(axes[i, j], x_train, y_train, kernel, sigma, truth)
-    axes[0, 0].legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
-    return fig
-
-
-def nadaraya_watson_explorer(x_train=None, y_train=None, *, truth: Callable | None = nw.f):
-    """Explore Nadaraya-Watson regression: a kernel menu and a width slider on a log scale (D2L 11.2).
-
-    Each change redraws the estimate, the true function ``truth`` and the
-    training points, with the leave-one-out loss in the title. With no data,
-    D2L 11.2.1's 40 noisy points of ``2 sin x + x`` (seed 0) are used.
-
-    Returns:
-        In Jupyter, an ``ipywidgets.interactive`` panel (its ``result`` is the
-        latest figure). During the book build (:func:`static_mode`), or without
-        ipywidgets, the static :func:`nadaraya_watson_grid` figure instead.
-    """
-    x_train, y_train = _regression_data(x_train, y_train)
-    widgets = None if static_mode() else _widgets_module()
-    if widgets is None:
-        return _static(nadaraya_watson_grid(x_train, y_train, truth=truth))
-    last = {"fig": None}
-
-    def draw(kernel, sigma):
-        if last["fig"] is not None:  # Jupyter has shown and closed it already; elsewhere, free it
-            plt.close(last["fig"])
-        fig, ax = plt.subplots(figsize=(6.5, 3.6))
-        _draw_fit(ax, x_train, y_train, kernel, sigma, truth)
-        ax.set_xlabel("x")
-        ax.legend(fontsize=8, loc="upper left")
-        fig.tight_layout()
-        last["fig"] = fig
-        return fig
-
-    kernel = widgets.Dropdown(options=list(KERNEL_NAMES), value="gaussian", description="kernel")
-    sigma = widgets.FloatLogSlider(
-        value=0.5, base=10, min=-2, max=1, step=0.02, description="sigma", readout_format=".3f", continuous_update=False
-    )
-    return widgets.interactive(draw, kernel=kernel, sigma=sigma)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# D2L 11.3: why dot products are scaled by 1/sqrt(d)
-# --------------------------------------------------------------------------------------------------------------
 
 
 def _positive_int(value, name: str) -> int:
@@ -372,15 +184,15 @@ def softmax_scaling_explorer(d_values: Sequence[int] = (1, 4, 16, 64, 256, 1024)
 
     Returns:
         In Jupyter, an ``ipywidgets.interactive`` panel (its ``result`` is the
-        latest figure). During the book build (:func:`static_mode`), or without
+        latest figure). During the book build (:func:`qkv.widgets.static_mode`), or without
         ipywidgets, the static :func:`softmax_scaling_grid` figure instead.
     """
     d_values = [_positive_int(d, "each d") for d in d_values]
     if not d_values:
         raise ValueError("give at least one dimension d")
-    widgets = None if static_mode() else _widgets_module()
+    widgets = ipywidgets_or_none()
     if widgets is None:
-        return _static(softmax_scaling_grid(d_values, num_keys, seed))
+        return static_figure(softmax_scaling_grid(d_values, num_keys, seed))
     curves = _entropy_curves(d_values, num_keys, seed)
     last = {"fig": None}
 

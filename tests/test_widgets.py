@@ -1,0 +1,82 @@
+"""Tests for qkv.widgets itself, what every section's explorer shares: the book-build flag, the fall-back to a
+static figure without ipywidgets (checked on each explorer there is), and detaching that figure from pyplot."""
+
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from qkv import widgets  # noqa: E402
+from qkv.widgets.attention_pooling import nadaraya_watson_explorer  # noqa: E402
+from qkv.widgets.attention_scoring_functions import softmax_scaling_explorer  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture
+def jupyter(monkeypatch):
+    """As in a Jupyter session: no book build."""
+    monkeypatch.delenv(widgets.BOOK_BUILD_ENV, raising=False)
+
+
+def _line_data():
+    x = torch.linspace(0, 5, 12, dtype=torch.float64)
+    return x, 2 * torch.sin(x) + x
+
+
+def test_the_flag_is_the_one_the_book_build_sets():
+    builder = Path(__file__).resolve().parents[1] / "publish" / "build_book.py"
+    assert f'env["{widgets.BOOK_BUILD_ENV}"] = "1"' in builder.read_text(), f"{builder} should set the flag"
+
+
+@pytest.mark.parametrize("value, static", [("1", True), ("yes", True), (" 1 ", True), ("0", False), (" 0", False)])
+def test_static_mode_follows_the_book_build_flag(monkeypatch, value, static):
+    monkeypatch.setenv(widgets.BOOK_BUILD_ENV, value)
+    assert widgets.static_mode() is static
+    assert (widgets.ipywidgets_or_none() is None) is static
+
+
+def test_static_mode_is_off_without_the_flag(jupyter):
+    assert not widgets.static_mode()
+    assert widgets.ipywidgets_or_none() is ipywidgets
+
+
+@pytest.mark.parametrize("value", ["0", ""])
+def test_an_unset_or_zero_book_flag_means_widgets(monkeypatch, value):
+    monkeypatch.setenv(widgets.BOOK_BUILD_ENV, value)
+    assert not widgets.static_mode()
+    assert isinstance(softmax_scaling_explorer((1, 4), num_keys=4), ipywidgets.interactive)
+
+
+def test_without_ipywidgets_both_explorers_fall_back_to_figures_with_a_note(jupyter, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # makes `import ipywidgets` raise ImportError
+    x, y = _line_data()
+    assert isinstance(nadaraya_watson_explorer(x, y), Figure)
+    assert isinstance(softmax_scaling_explorer((1, 4), num_keys=4), Figure)
+    out = capsys.readouterr().out
+    assert out.count(widgets.NO_WIDGETS_NOTE) == 2 and out.count("\n") == 2, "one line per explorer"
+
+
+def test_the_book_build_needs_no_ipywidgets_and_prints_nothing(monkeypatch, capsys):
+    monkeypatch.setenv(widgets.BOOK_BUILD_ENV, "1")
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)
+    assert widgets.ipywidgets_or_none() is None
+    assert capsys.readouterr().out == "", "the printed book shows no note about a missing ipywidgets"
+
+
+def test_static_figure_detaches_the_figure_from_pyplot():
+    fig = plt.figure()
+    assert widgets.static_figure(fig) is fig
+    assert not plt.fignum_exists(fig.number), "Jupyter then shows the figure once, as the cell's value"

@@ -1,0 +1,132 @@
+"""Tests for qkv.widgets.attention_pooling (D2L 11.2): the Nadaraya-Watson estimate the explorer draws, and the
+explorer in Jupyter and in the book."""
+
+import math
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from qkv import nadaraya_watson as nw  # noqa: E402
+from qkv import widgets  # noqa: E402
+from qkv.widgets.attention_pooling import KERNEL_NAMES, fit_curve, nadaraya_watson_explorer  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture
+def jupyter(monkeypatch):
+    """As in a Jupyter session: no book build."""
+    monkeypatch.delenv(widgets.BOOK_BUILD_ENV, raising=False)
+
+
+@pytest.fixture
+def book_build(monkeypatch):
+    monkeypatch.setenv(widgets.BOOK_BUILD_ENV, "1")
+
+
+def _small_data():
+    g = torch.Generator().manual_seed(7)
+    x = torch.sort(5 * torch.rand(12, generator=g, dtype=torch.float64)).values
+    return x, 2 * torch.sin(x) + x + 0.5 * torch.randn(12, generator=g, dtype=torch.float64)
+
+
+def _gauss(u):
+    return math.exp(-u * u / 2)
+
+
+def _estimate_by_loops(x, y, queries, sigma):
+    out = []
+    for q in queries:
+        a = [_gauss((q - k) / sigma) for k in x]
+        out.append(sum(ai * yi for ai, yi in zip(a, y)) / sum(a))
+    return out
+
+
+def _loo_by_loops(x, y, sigma):
+    errors = []
+    for i in range(len(x)):
+        rest = [j for j in range(len(x)) if j != i]
+        pred = _estimate_by_loops([x[j] for j in rest], [y[j] for j in rest], [x[i]], sigma)[0]
+        errors.append((pred - y[i]) ** 2)
+    return sum(errors) / len(errors)
+
+
+def _title_number(title: str, label: str) -> float:
+    return float(re.search(rf"{label}\s+([-\d.]+)", title).group(1))
+
+
+# ---- the pure part: the estimate and its leave-one-out loss ----------------------------------------------------
+
+
+def test_fit_curve_matches_explicit_loops_on_a_padded_grid():
+    x, y = _small_data()
+    fit = fit_curve(x, y, "gaussian", sigma=0.4, num_points=31)
+    span = float(x.max() - x.min())
+    assert fit.x.shape == fit.y_hat.shape == (31,)
+    assert fit.x[0].item() == pytest.approx(float(x.min()) - 0.05 * span)
+    assert fit.x[-1].item() == pytest.approx(float(x.max()) + 0.05 * span)
+    expected = _estimate_by_loops(x.tolist(), y.tolist(), fit.x.tolist(), 0.4)
+    torch.testing.assert_close(fit.y_hat, torch.tensor(expected, dtype=torch.float64))
+    assert fit.loo == pytest.approx(_loo_by_loops(x.tolist(), y.tolist(), 0.4), rel=1e-9)
+
+
+def test_fit_curve_defaults_to_d2l_data_and_rejects_half_given_data():
+    data = nw.make_data(n=40, noise=1.0, seed=0)
+    fit = fit_curve(None, None, "boxcar", sigma=0.7)
+    assert fit.loo == pytest.approx(nw.loo_loss(data.x_train.double(), data.y_train.double(), "boxcar", 0.7))
+    with pytest.raises(ValueError, match="both x_train and y_train"):
+        fit_curve(data.x_train, None)
+    with pytest.raises(ValueError, match="same length"):
+        fit_curve(data.x_train, data.y_train[:-1])
+    with pytest.raises(ValueError, match="num_points"):
+        fit_curve(data.x_train, data.y_train, num_points=1)
+
+
+# ---- the explorer: widgets in Jupyter, figures in the book -----------------------------------------------------
+
+
+def _estimate_line(ax):
+    return next(line for line in ax.get_lines() if line.get_label() == "estimate")
+
+
+def test_regression_explorer_is_an_interactive_widget_that_redraws(jupyter):
+    x, y = _small_data()
+    panel = nadaraya_watson_explorer(x, y)
+    assert isinstance(panel, ipywidgets.interactive)
+    kernel, sigma = panel.children[0], panel.children[1]
+    assert isinstance(kernel, ipywidgets.Dropdown) and set(kernel.options) == set(KERNEL_NAMES)
+    assert isinstance(sigma, ipywidgets.FloatLogSlider) and sigma.base == 10
+    for name, width in [("gaussian", sigma.value), ("epanechnikov", 1.3), ("boxcar", 2.0)]:
+        kernel.value, sigma.value = name, width
+        ax = panel.result.axes[0]
+        title = ax.get_title()
+        assert title.startswith(f"{name}, sigma = {width:.3g}")
+        assert _title_number(title, "LOO loss") == pytest.approx(nw.loo_loss(x, y, name, width), abs=1e-3)
+        fit = fit_curve(x, y, name, width)
+        torch.testing.assert_close(torch.tensor(_estimate_line(ax).get_ydata()), fit.y_hat)
+    assert len(plt.get_fignums()) == 1, "each redraw should free the previous figure"
+
+
+def test_regression_explorer_draws_a_static_grid_in_the_book(book_build):
+    x, y = _small_data()
+    fig = nadaraya_watson_explorer(x, y)
+    assert isinstance(fig, Figure)
+    assert not plt.fignum_exists(fig.number), "the figure is detached from pyplot, so Jupyter shows it only once"
+    assert len(fig.axes) == 9
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles[0].startswith("gaussian, sigma = 0.1") and titles[-1].startswith("epanechnikov, sigma = 2")
+    for title in titles:
+        name, width = re.match(r"(\w+), sigma = ([\d.]+)", title).groups()
+        assert _title_number(title, "LOO loss") == pytest.approx(nw.loo_loss(x, y, name, float(width)), abs=1e-3)
