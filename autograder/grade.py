@@ -16,6 +16,22 @@ zero with a reason (``STATUSES``). Nothing a submission holds can stop the batch
   ``--tampered keep`` gives it its answers' score instead.
 * Student code runs in a bubblewrap sandbox (:mod:`autograder.sandbox`), in
   parallel (``--jobs``), with a progress bar.
+* **Limits per section.** A run may take ``--deadline`` seconds and ``--memory``
+  GiB (120 s and 3 GiB by default). A section that needs more (one that trains a
+  model) says so in its notebook's front matter, which jupytext, the assembler
+  and ``nbgrader generate_assignment`` carry into the release notebook's
+  metadata::
+
+      grading:
+        deadline_s: 300   # wall-clock seconds for the whole notebook
+        memory_gib: 4     # GiB of address space
+
+  (:data:`course.section.LIMIT_KEYS`). The grader reads it from the course's
+  release notebook, never from the submission, whose metadata a student
+  controls. A section's values replace the defaults for that section; a
+  ``--deadline`` or ``--memory`` given on the command line holds for every
+  section, theirs included (the instructor has the last word, e.g. on a slow
+  machine). An invalid block stops the run before any grade is written.
 * Only this process writes: nbgrader's gradebook (its ``SaveAutoGrades`` scores the
   executed notebook, so ``determine_grade`` decides), the autograded notebooks in
   ``COURSE/autograded/STUDENT/ASSIGNMENT/``, nbgrader's feedback, ``grades.csv`` and
@@ -25,6 +41,19 @@ zero with a reason (``STATUSES``). Nothing a submission holds can stop the batch
   the gradebook and counts. A ``timestamp.txt`` beside a notebook (as ``nbgrader
   collect`` leaves it) and the assignment's due date in the gradebook mark late
   work; nbgrader's ``LateSubmissionPlugin`` sets the penalty.
+
+Reading cells: the course's own notebooks (the release, and the notebook rebuilt
+from it, whose metadata is the release's) are read with nbgrader's
+``nbgrader.utils.is_solution`` / ``is_locked``. A submission's cells are read
+by :func:`_untrusted_meta` and :func:`_untrusted_is_answer` instead, because
+nbgrader's helpers assume well-formed metadata (nbgrader 0.9.6,
+``nbgrader/utils.py``: ``cell.metadata['nbgrader'].get(...)``). A submitted
+cell whose ``metadata.nbgrader`` is a string, a list or ``null``, which
+nbformat reads without complaint, makes them raise ``AttributeError``; one whose
+``metadata`` is a list, ``TypeError`` (nbformat happens to refuse that one
+today). ``tests/test_grade_cli.py`` checks both, and that :func:`rebuild`
+takes such a notebook in its stride: a malformed answer cell counts as missing
+(its stub is graded), a malformed locked cell as deleted.
 """
 
 from __future__ import annotations
@@ -34,12 +63,13 @@ import copy
 import dataclasses
 import logging
 import os
-import queue
 import shutil
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Collection
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import nbformat
@@ -58,6 +88,7 @@ from autograder.submissions import (  # noqa: F401 (re-exported: the CLI's input
     find_root,
     read_submission,
 )
+from course.section import grading_limits
 
 STATUSES = ("graded", "tampered", "timeout", "kernel died", "invalid notebook", "missing")
 TAMPER_POLICIES = ("zero", "keep")  # what a tampered notebook scores (see grade())
@@ -69,19 +100,17 @@ log = logging.getLogger("autograder.grade")
 # ---------------------------------------------------------------- rebuilding what runs
 
 
-def _meta(cell) -> dict:
+def _untrusted_meta(cell) -> dict:
+    """The nbgrader metadata of a submitted cell, ``{}`` whatever shape the cell or its metadata has
+    (see the module docstring: nbgrader's own helpers raise on malformed metadata)."""
     meta = cell.get("metadata", {}) if isinstance(cell, dict) else {}
     nbg = meta.get("nbgrader", {}) if isinstance(meta, dict) else {}
     return nbg if isinstance(nbg, dict) else {}
 
 
-def _is_answer(cell) -> bool:
-    return bool(_meta(cell).get("solution"))
-
-
-def _is_locked(cell) -> bool:
-    meta = _meta(cell)
-    return bool(meta) and not meta.get("solution") and bool(meta.get("grade") or meta.get("locked"))
+def _untrusted_is_answer(cell) -> bool:
+    """Whether a submitted cell says it is an answer (nbgrader ``solution``) cell, whatever its shape."""
+    return bool(_untrusted_meta(cell).get("solution"))
 
 
 def rebuild(release: nbformat.NotebookNode, submitted: nbformat.NotebookNode | None):
@@ -91,35 +120,37 @@ def rebuild(release: nbformat.NotebookNode, submitted: nbformat.NotebookNode | N
     duplicated or retyped answer cells, a changed kernelspec), ``tampered`` the locked cells or
     metadata the submission changed (ignored: the instructor's version is what runs).
     """
+    from nbgrader.utils import is_locked, is_solution  # for the course's cells only (see the module docstring)
+
     nb = copy.deepcopy(release)
     notes, tampered = [], []
     if submitted is None:
         return nb, notes, tampered
     by_id: dict[str, list] = {}
     for cell in submitted.cells:
-        gid = _meta(cell).get("grade_id")
+        gid = _untrusted_meta(cell).get("grade_id")
         if isinstance(gid, str):
             by_id.setdefault(gid, []).append(cell)
     for gid, cells in sorted(by_id.items()):
         if len(cells) > 1:
             notes.append(f"grade_id {gid!r} appears {len(cells)} times: the first one was used")
-    for cell in nb.cells:
-        meta = _meta(cell)
+    for cell in nb.cells:  # the course's cells: well-formed, read with nbgrader's helpers
+        meta = cell.metadata.get("nbgrader", {})
         gid = meta.get("grade_id")
         if not gid:
             continue
         theirs = by_id.get(gid, [None])[0]
-        if _is_answer(cell):
+        if is_solution(cell):
             if theirs is None:
                 notes.append(f"answer cell {gid!r} is missing: its stub was graded")
-            elif theirs.get("cell_type") != cell.cell_type or not _is_answer(theirs):
+            elif theirs.get("cell_type") != cell.cell_type or not _untrusted_is_answer(theirs):
                 notes.append(f"answer cell {gid!r} changed type or role: its stub was graded")
             else:
                 cell.source = theirs.get("source", "")
-                forged = [k for k in LOCKED_KEYS if k in meta and _meta(theirs).get(k) != meta.get(k)]
+                forged = [k for k in LOCKED_KEYS if k in meta and _untrusted_meta(theirs).get(k) != meta.get(k)]
                 if forged:
                     tampered.append(f"{gid} (metadata {', '.join(forged)} changed)")
-        elif _is_locked(cell):
+        elif is_locked(cell):
             if theirs is None:
                 tampered.append(f"{gid} (deleted)")
                 continue
@@ -128,10 +159,13 @@ def rebuild(release: nbformat.NotebookNode, submitted: nbformat.NotebookNode | N
                 changed.append("cell type")
             if theirs.get("source") != cell.source:
                 changed.append("source")
-            changed += [f"metadata {k}" for k in LOCKED_KEYS if k in meta and _meta(theirs).get(k) != meta.get(k)]
+            changed += [
+                f"metadata {k}" for k in LOCKED_KEYS if k in meta and _untrusted_meta(theirs).get(k) != meta.get(k)
+            ]
             if changed:
                 tampered.append(f"{gid} ({', '.join(changed)} changed)")
-    if submitted.metadata.get("kernelspec") != release.metadata.get("kernelspec"):
+    their_meta = submitted.get("metadata")
+    if (their_meta.get("kernelspec") if isinstance(their_meta, dict) else None) != release.metadata.get("kernelspec"):
         notes.append("kernelspec changed: the course's kernel was used")
     return nb, notes, tampered
 
@@ -235,6 +269,45 @@ def write_notebook(nb, path: Path) -> None:
     os.replace(tmp, path)
 
 
+# ---------------------------------------------------------------- limits per section
+
+#: What each key of a section's ``grading:`` block (:data:`course.section.LIMIT_KEYS`) sets: the field of
+#: :class:`sandbox.Limits` and its value.
+LIMIT_FIELDS = {
+    "deadline_s": ("deadline", float),
+    "memory_gib": ("memory", lambda gib: int(gib * sb.GiB)),
+}
+#: The fields of :class:`sandbox.Limits` that a section may set, hence that the instructor may fix for all.
+FIXABLE = tuple(field for field, _ in LIMIT_FIELDS.values())
+
+
+def section_limits(block: dict, base: sb.Limits, fixed: Collection[str] = ()) -> sb.Limits:
+    """``base`` with a section's checked ``grading:`` block on top, except the fields in ``fixed`` (those
+    the instructor gave on the command line: they hold for every section)."""
+    changes = {}
+    for key, value in block.items():
+        field, convert = LIMIT_FIELDS[key]
+        if field not in fixed:
+            changes[field] = convert(value)
+    return dataclasses.replace(base, **changes)
+
+
+def notebook_limits(course: Course, assignment: str, notebook: str, base: sb.Limits, fixed=()) -> sb.Limits:
+    """The limits of every run of a notebook: :func:`section_limits` of the ``grading:`` block of the
+    course's release notebook (trusted; a submission's own metadata is never read for this).
+
+    Raises :class:`GradingError` naming the file and the problem when the block is invalid."""
+    try:
+        block = grading_limits(course.release(assignment, notebook).metadata)
+    except ValueError as err:
+        raise GradingError(
+            f"{course.release_path(assignment, notebook)}: {err}. The block comes from the front matter of the "
+            f"section's notebook (book/{assignment}.md): fix it there, run make release, then grade again. "
+            "Nothing was graded."
+        ) from None
+    return section_limits(block, base, fixed)
+
+
 # ---------------------------------------------------------------- one submission, all of them
 
 
@@ -253,6 +326,8 @@ class Prepared:
 
 def prepare(sub: Submission, course: Course) -> Prepared:
     """Everything before the sandbox: read, rebuild, restore the hidden tests."""
+    from nbgrader.utils import is_solution  # read on the rebuilt notebook, whose metadata is the course's
+
     status, notes, submitted = None, [], None
     if sub.path is None:
         status, notes = "missing", [sub.missing]
@@ -263,7 +338,7 @@ def prepare(sub: Submission, course: Course) -> Prepared:
             status, notes = "invalid notebook", [str(err)]
     nb, more, tampered = rebuild(course.release(sub.assignment, sub.notebook), submitted)
     nb = restore_hidden(nb, course, sub)
-    first = next((i for i, c in enumerate(nb.cells) if _is_answer(c)), len(nb.cells))
+    first = next((i for i, c in enumerate(nb.cells) if is_solution(c)), len(nb.cells))
     code = [(i, c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code"] if status is None else []
     prefix, cells = [(i, s) for i, s in code if i < first], [(i, s) for i, s in code if i >= first]
     return Prepared(sub, nb, prefix, cells, status, notes + more, tampered)
@@ -341,14 +416,19 @@ def grade_all(
     jobs: int,
     limits: sb.Limits,
     progress: bool = True,
+    fixed: Collection[str] = (),
 ) -> list[Result]:
-    """Grade every submission; sandboxes run ``jobs`` at a time, this thread writes every grade."""
+    """Grade every submission; sandboxes run ``jobs`` at a time, this thread writes every grade.
+
+    ``limits`` are the defaults of a run; each notebook's release may change them (:func:`notebook_limits`),
+    except the fields in ``fixed``. Every release's limits are checked before anything is graded."""
     from tqdm import tqdm
 
-    todo: queue.Queue = queue.Queue()
-    done: queue.Queue = queue.Queue()
+    per_notebook = {
+        (a, n): notebook_limits(course, a, n, limits, fixed)
+        for a, n in sorted({(s.assignment, s.notebook) for s in subs})
+    }
     results: dict[tuple, Result] = {}
-    pending = 0
     bar = tqdm(total=len(subs), unit="notebook", desc="grading", disable=not progress, file=sys.stderr)
     runs = []
     for sub in subs:
@@ -365,37 +445,40 @@ def grade_all(
             bar.update()
         else:
             runs.append(prep)
-    # One notebook after another, so that each sandbox runs a notebook's shared prefix once.
-    for prep in sorted(runs, key=lambda p: (p.sub.assignment, p.sub.notebook, p.sub.student)):
-        todo.put(prep)
-        pending += 1
+    # One notebook after another (the pool takes them in order), so that each sandbox runs a notebook's shared
+    # prefix once; its limits change only with the notebook, when the sandbox starts again anyway.
+    runs.sort(key=lambda p: (p.sub.assignment, p.sub.notebook, p.sub.student))
+    mine = threading.local()  # each worker thread's sandbox
+    boxes: list[sb.Sandbox] = []  # every sandbox made, closed at the end
+    made = threading.Lock()
 
-    def worker() -> None:
-        box = sb.Sandbox(limits)
+    def run(prep: Prepared) -> sb.RunResult:
+        """In a worker thread: one notebook in that thread's sandbox (never raises: a failure is a result)."""
         try:
-            while True:
-                try:
-                    prep = todo.get_nowait()
-                except queue.Empty:
-                    return
-                try:
-                    run = box.run(prep.cells, prefix=prep.prefix)
-                except Exception as err:  # noqa: BLE001 (a sandbox failure is this submission's result)
-                    run = sb.RunResult(how="died", detail=f"the sandbox failed: {err}")
-                done.put((prep, run))
-        finally:
-            box.close()
+            wanted = per_notebook[prep.sub.assignment, prep.sub.notebook]
+            box = getattr(mine, "box", None)
+            if box is None or box.limits != wanted:
+                if box is not None:
+                    box.close()
+                box = mine.box = sb.Sandbox(wanted)
+                with made:
+                    boxes.append(box)
+            return box.run(prep.cells, prefix=prep.prefix)
+        except Exception as err:  # noqa: BLE001 (a sandbox failure is this submission's result)
+            return sb.RunResult(how="died", detail=f"the sandbox failed: {err}")
 
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, min(jobs, pending)))]
-    for thread in threads:
-        thread.start()
-    for _ in range(pending):
-        prep, run = done.get()
-        results[sub_key(prep.sub)] = finish_safely(prep, run, course)
-        bar.update()
-    for thread in threads:
-        thread.join()
-    bar.close()
+    pool = ThreadPoolExecutor(max_workers=max(1, min(jobs, len(runs))), thread_name_prefix="sandbox")
+    try:
+        futures = {pool.submit(run, prep): prep for prep in runs}
+        for future in as_completed(futures):
+            prep = futures[future]
+            results[sub_key(prep.sub)] = finish_safely(prep, future.result(), course)
+            bar.update()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # on Ctrl-C: no new run starts, the running ones end
+        for box in boxes:
+            box.close()
+        bar.close()
     return [results[k] for k in sorted(results)]
 
 
@@ -428,8 +511,13 @@ def grade(
     feedback: bool = True,
     progress: bool = True,
     tampered: str = "zero",
+    fixed: Collection[str] = (),
 ) -> list[Result]:
     """Grade the class in ``submissions`` (a folder or a zip) into ``course_dir``; see the module docstring.
+
+    ``limits``: what a run may use, where its section's ``grading:`` block says nothing; ``fixed``: the fields
+    of ``limits`` (``"deadline"``, ``"memory"``) that hold for every section, whatever its block says (the
+    command line fixes those given explicitly).
 
     ``tampered``: what a notebook whose locked cells or grading metadata were edited gets. ``"zero"`` (as
     DESIGN.md says), or ``"keep"``: the score of its answers, which ran with the course's own cells anyway
@@ -438,6 +526,9 @@ def grade(
     """
     if tampered not in TAMPER_POLICIES:
         raise GradingError(f"tampered must be one of {', '.join(TAMPER_POLICIES)}, not {tampered!r}")
+    unknown = sorted(set(fixed) - set(FIXABLE))
+    if unknown:
+        raise GradingError(f"fixed names limits a section may set ({', '.join(FIXABLE)}), not {unknown}")
     sb.check_available()
     course_dir = Path(course_dir or default_course()).resolve()
     if not (course_dir / "gradebook.db").exists() and course_dir == Path(default_course()).resolve():
@@ -460,7 +551,7 @@ def grade(
         root = find_root(root, course.notebooks)
         sb.check_hidden([course_dir, root, out])
         subs = discover(root, course)
-        results = grade_all(subs, course, jobs or os.cpu_count() or 1, limits or sb.Limits(), progress)
+        results = grade_all(subs, course, jobs or os.cpu_count() or 1, limits or sb.Limits(), progress, fixed)
     out.mkdir(parents=True, exist_ok=True)
     report.write_csv(results, out / "grades.csv")
     report.write_failures(results, out / "failures.csv")
@@ -468,6 +559,17 @@ def grade(
     if feedback:
         report.generate_feedback(course, sorted({r.assignment for r in results}), jobs or os.cpu_count() or 1)
     return results
+
+
+def positive(text: str) -> float:
+    """A command-line number that must be above zero (``--deadline``, ``--memory``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above zero, not {text}")
+    return value
 
 
 def main(argv=None) -> int:
@@ -480,8 +582,21 @@ def main(argv=None) -> int:
     parser.add_argument("--course", type=Path, default=None, help="the nbgrader course (default: _build/course)")
     parser.add_argument("--jobs", type=int, default=None, help="sandboxes at once (default: number of CPUs)")
     parser.add_argument("--out", type=Path, default=None, help="where grades.csv and the report go")
-    parser.add_argument("--deadline", type=float, default=120.0, help="seconds per notebook (wall clock)")
-    parser.add_argument("--memory", type=float, default=3.0, help="GiB of address space per notebook")
+    default = sb.Limits()
+    parser.add_argument(
+        "--deadline",
+        type=positive,
+        default=None,
+        help=f"seconds per notebook, wall clock (default: the section's grading: deadline_s, else "
+        f"{default.deadline:g}); given, it holds for every section",
+    )
+    parser.add_argument(
+        "--memory",
+        type=positive,
+        default=None,
+        help=f"GiB of address space per notebook (default: the section's grading: memory_gib, else "
+        f"{default.memory / sb.GiB:g}); given, it holds for every section",
+    )
     parser.add_argument("--no-feedback", action="store_true", help="skip nbgrader's feedback HTML")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
@@ -492,7 +607,9 @@ def main(argv=None) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
-    limits = sb.Limits(deadline=args.deadline, memory=int(args.memory * sb.GiB))
+    given = {"deadline": args.deadline, "memory": None if args.memory is None else int(args.memory * sb.GiB)}
+    given = {field: value for field, value in given.items() if value is not None}
+    limits = sb.Limits(**given)
     started = time.monotonic()
     try:
         results = grade(
@@ -504,6 +621,7 @@ def main(argv=None) -> int:
             not args.no_feedback,
             not args.quiet,
             args.tampered,
+            fixed=tuple(given),
         )
     except (GradingError, sb.SandboxUnavailable) as err:
         print(f"grade: {err}", file=sys.stderr)

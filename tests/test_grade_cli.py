@@ -126,6 +126,33 @@ def test_rebuild_falls_back_to_the_stub_for_deleted_or_retyped_answers():
         assert any(why in n for n in notes) and tampered == []
 
 
+def test_rebuild_reads_malformed_metadata_that_nbgraders_helpers_raise_on(tmp_path):
+    """Why grade.py reads a submission's cells itself (its module docstring): nbformat reads a cell whose
+    nbgrader metadata is not a mapping, and nbgrader.utils then raises, where rebuild() carries on."""
+    from nbgrader.utils import is_locked, is_solution
+
+    release = release_notebook()
+    for index, nbgrader in ((1, "f"), (1, [1]), (1, None), (2, "test_f"), (2, ["grade"])):
+        data = json.loads(nbformat.writes(release))
+        data["cells"][index]["metadata"]["nbgrader"] = nbgrader
+        path = tmp_path / "nb.ipynb"
+        path.write_text(json.dumps(data))
+        sub = submissions.read_submission(path)
+        for helper in (is_solution, is_locked):
+            with pytest.raises(AttributeError):
+                helper(sub.cells[index])
+        nb, notes, tampered = grade.rebuild(release, sub)
+        assert [c.source for c in nb.cells] == [c.source for c in release.cells]
+        if index == 1:  # the answer cell f: its stub is graded
+            assert (notes, tampered) == (["answer cell 'f' is missing: its stub was graded"], []), nbgrader
+        else:  # the locked test cell: as if deleted
+            assert (notes, tampered) == ([], ["test_f (deleted)"]), nbgrader
+    list_metadata = nbformat.from_dict({"cell_type": "code", "source": "", "metadata": ["nbgrader"], "outputs": []})
+    with pytest.raises(TypeError):
+        is_solution(list_metadata)
+    assert grade._untrusted_meta(list_metadata) == {} and not grade._untrusted_is_answer(list_metadata)
+
+
 def test_invalid_files_are_named_for_what_they_are(tmp_path):
     cases = {"empty": b"", "json": b"{'cells': ", "list": b"[1, 2]", "cells": b'{"cells": [1], "nbformat": 4}'}
     reasons = {}
@@ -223,6 +250,32 @@ def test_failures_name_the_check_that_failed_the_same_way_for_everyone():
         "test_g": [("NotImplementedError", 1)],
     }
     assert report.common_failures(results)["test_f"] == [("x wrong", 2), ("y wrong", 1)]
+
+
+def test_the_report_shows_what_students_wrote_as_text_never_as_markup(tmp_path):
+    points = {"test_f": 1.0, "essay": 1.0}
+    script = "<script>alert('grades')</script>"
+
+    def result(student, score, reason="", **failed):
+        ex = {"test_f": score, "essay": None}
+        return grade.Result(
+            student, SLUG, SLUG, "graded", reason, score, 2.0, ex, points, 1.0, ("essay",), 0.0, 0.0, failed
+        )
+
+    results = [
+        result(script, 0.0, reason=f"kernelspec {script} changed", test_f=f"expected 1, got {script}"),
+        result("ann & bob", 1.0),
+    ]
+    page = report.write_report(results, tmp_path).read_text()
+    assert "<script>" not in page and "alert('grades')" not in page
+    escaped = "&lt;script&gt;alert(&#39;grades&#39;)&lt;/script&gt;"
+    assert f"<tr><td>{escaped}</td><td>{SLUG}</td><td>0 / 2</td><td>graded</td><td>kernelspec {escaped} changed" in page
+    assert f"<td>test_f</td><td>1</td><td>expected 1, got {escaped} <b>(1)</b></td>" in page
+    assert "<tr><td>ann &amp; bob</td>" in page
+    # The rest of the page: counts, pass rates, and the written answers that wait for a person.
+    assert "<p>2 notebooks graded.</p>" in page and "<tr><td>graded</td><td>2</td></tr>" in page
+    assert "<tr><td>test_f</td><td>50%</td></tr>" in page and "2 written answers have no score yet" in page
+    assert "<tr><td>essay</td><td>2</td></tr>" in page and "handed in after the due date" not in page
 
 
 def test_read_timestamp_reads_nbgraders_file_and_refuses_odd_ones(tmp_path):
