@@ -6,7 +6,7 @@
 # Called by .ci/run and by make's bootstrap. Installs them where apt-get is
 # available and we are root; otherwise says what to do and carries on.
 set -u
-PACKAGES="dataset-fashion-mnist chromium bubblewrap"
+PACKAGES="dataset-fashion-mnist chromium bubblewrap libseccomp2"
 missing=""
 for p in $PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -3,32 +3,39 @@
 This file is bound read-only into the bubblewrap sandbox that
 :mod:`autograder.sandbox` starts, and run there as a script by the venv's
 Python. It imports nothing from the repository but what the notebooks import
-themselves (``torch``, ``matplotlib``, ``qkv``).
+themselves (``torch``, ``matplotlib``, ``qkv``), plus IPython, which runs the
+cells, and ``pyseccomp``, which installs the seccomp filter.
 
 The zygote
-    imports the heavy modules once (``--preload``), makes itself non-dumpable
-    (so that no student process can ptrace it or read its memory), says
-    ``ready`` on the control socket, then serves jobs one at a time. A job is
-    announced by the parent with a JSON line carrying the limits and, passed
-    with ``SCM_RIGHTS``, one end of a fresh socket pair. The zygote never reads
-    a notebook itself (no submission ever enters its memory, so none can leak
-    into the next child): it forks, hands the socket to the child, waits for
-    the child with the wall-clock deadline, kills every process of the
-    sandbox but itself (``kill(-1, SIGKILL)``: leftovers of a student cannot
-    reach the next one), wipes ``/tmp`` and reports how the child ended.
+    imports the heavy modules once (``--preload``), creates the IPython shell
+    that runs every cell (:class:`GraderShell`) and the seccomp filter, makes
+    itself non-dumpable (so that no student process can ptrace it or read its
+    memory), says ``ready`` on the control socket, then serves jobs one at a
+    time. A job is announced by the parent with a JSON line carrying the
+    limits and, passed with ``SCM_RIGHTS``, one end of a fresh socket pair.
+    The zygote never reads a notebook itself (no submission ever enters its
+    memory, so none can leak into the next child): it forks, hands the socket
+    to the child, waits for the child with the wall-clock deadline, kills every
+    process of the sandbox but itself (``kill(-1, SIGKILL)``: leftovers of a
+    student cannot reach the next one), puts ``/tmp`` back as it was before
+    the first child and reports how the child ended.
 
 The child
     closes the control socket, sets its resource limits (memory, CPU time,
-    file size, processes), installs a seccomp filter that refuses to create
-    processes (threads are allowed), reads its job (the sources of the code
-    cells to run) and executes them one by one in a fresh namespace, as
-    IPython would: the value of a last bare expression becomes an
-    ``execute_result``, printed text becomes ``stream`` outputs (truncated per
-    cell), an exception becomes an ``error`` output with ``ename``, ``evalue``
-    and ``traceback`` as nbgrader's ``determine_grade`` expects. Each cell's
-    outputs are sent to the parent as soon as the cell ends, so a child that
-    dies still leaves the cells it finished. It ends with ``os._exit``: a
-    thread a student left behind delays nothing.
+    file size, processes), loads the seccomp filter (no new processes; threads
+    are allowed), reads its job (the sources of the code cells to run) and runs
+    them one by one with IPython's ``InteractiveShell.run_cell``, as a Jupyter
+    kernel does: magics (``%timeit``, ``%time``, ``%matplotlib inline``...),
+    ``display()``, the value of a last bare expression as an
+    ``execute_result``, printed text as ``stream`` outputs (truncated per
+    cell), an exception as an ``error`` output with ``ename``, ``evalue`` and
+    ``traceback`` as nbgrader's ``determine_grade`` expects. An unknown magic
+    is an ``error`` output too (``UsageError``), so the cell counts as failed.
+    Only the ``text/plain`` form of a result or display is computed and sent:
+    the grader keeps nothing else, and rendering images would cost time.
+    Each cell's outputs are sent to the parent as soon as the cell ends, so a
+    child that dies still leaves the cells it finished. It ends with
+    ``os._exit``: a thread a student left behind delays nothing.
 
 The protocol is newline-delimited JSON. Everything the child sends is
 untrusted: the parent treats it as data and grades it with nbgrader.
@@ -37,118 +44,119 @@ untrusted: the parent treats it as data and grades it with nbgrader.
 from __future__ import annotations
 
 import argparse
-import ast
+import contextlib
 import ctypes
 import errno
 import json
 import os
-import platform
 import resource
 import select
 import shutil
 import signal
 import socket
-import struct
 import sys
 import time
 import traceback
 
+import IPython
+from IPython.core.compilerop import CachingCompiler
+from IPython.core.displayhook import DisplayHook
+from IPython.core.displaypub import DisplayPublisher
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets import Type
+from traitlets.config import Config
+
 # Bound before any student code can run: a child uses these, not what a student re-binds.
-_exec, _eval, _compile, _repr = exec, eval, compile, repr
+_run_cell = InteractiveShell.run_cell
 _dumps = json.dumps
 
+#: Frames of these files are the grader's machinery, not the student's: tracebacks leave them out.
+MACHINERY = (os.path.dirname(os.path.abspath(IPython.__file__)) + os.sep, os.path.abspath(__file__))
 #: Wipe these between children (the sandbox's only writable places).
 WRITABLE = ("/tmp", "/dev/shm")
 
 
 # ---------------------------------------------------------------- seccomp: no new processes
 
+#: The system calls the filter refuses, and the errno each then fails with. fork, vfork: EAGAIN, as when the
+#: process limit is reached. clone3: ENOSYS, as on an older kernel, because its flags live in memory, out of a
+#: filter's reach; the C library then falls back to clone, which the filter can read (threads still work).
+#: ptrace, process_vm_readv/writev: EPERM (no reading or steering another process).
+REFUSED = {
+    "fork": errno.EAGAIN,
+    "vfork": errno.EAGAIN,
+    "clone3": errno.ENOSYS,
+    "ptrace": errno.EPERM,
+    "process_vm_readv": errno.EPERM,
+    "process_vm_writev": errno.EPERM,
+}
+CLONE_THREAD = 0x00010000
 
-def no_fork_filter() -> bytes | None:
-    """A seccomp-BPF program that makes fork, vfork and clone (without CLONE_THREAD) fail with EAGAIN,
-    clone3 fail with ENOSYS (so the C library falls back to clone, and threads still work), and ptrace
-    and process_vm_readv/writev fail with EPERM. None on an architecture we do not know."""
-    machine = platform.machine()
-    if machine == "x86_64":
-        audit_arch, fork_calls, clone, deny = 0xC000003E, (57, 58), 56, (101, 310, 311)
-    elif machine == "aarch64":
-        audit_arch, fork_calls, clone, deny = 0xC00000B7, (), 220, (117, 270, 271)
-    else:
+
+def no_fork_filter():
+    """The seccomp filter of a child, built with libseccomp (``pyseccomp``) but not loaded; None where
+    libseccomp is missing or too old to know a call of :data:`REFUSED`.
+
+    Besides :data:`REFUSED`, ``clone`` without ``CLONE_THREAD`` (a process, not a thread) fails with EAGAIN,
+    and a call made through another ABI than the native one (i386 ``int 0x80`` or x32 calls on x86_64) with
+    EPERM. Everything else is allowed. libseccomp sets ``no_new_privs`` when the filter is loaded."""
+    try:
+        import pyseccomp as seccomp
+    except (ImportError, OSError, RuntimeError):  # RuntimeError: pyseccomp found no libseccomp
         return None
-    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, ...
-    returns = {
-        "allow": 0x7FFF0000,  # SECCOMP_RET_ALLOW
-        "eagain": 0x00050000 | errno.EAGAIN,  # SECCOMP_RET_ERRNO | errno
-        "enosys": 0x00050000 | errno.ENOSYS,
-        "eperm": 0x00050000 | errno.EPERM,
-    }
-    prog: list[list] = []
-
-    def emit(code, k=0, jt=0, jf=0):
-        prog.append([code, jt, jf, k])
-
-    emit(ld, 4)  # seccomp_data.arch
-    emit(jeq, audit_arch, jf="eperm")  # another ABI (i386 calls on x86_64): refuse
-    emit(ld, 0)  # seccomp_data.nr
-    if machine == "x86_64":
-        emit(jge, 0x40000000, jt="eperm")  # x32 system calls
-    for nr in fork_calls:
-        emit(jeq, nr, jt="eagain")
-    emit(jeq, 435, jt="enosys")  # clone3: its flags live in memory, out of a filter's reach
-    for nr in deny:
-        emit(jeq, nr, jt="eperm")
-    emit(jeq, clone, jf="allow")
-    emit(ld, 16)  # low 32 bits of args[0], clone's flags
-    emit(jset, 0x00010000, jt="allow", jf="eagain")  # CLONE_THREAD: a thread, not a process
-    at = {}
-    for name, value in returns.items():
-        at[name] = len(prog)
-        emit(ret, value)
-    out = []
-    for i, (code, jt, jf, k) in enumerate(prog):
-        jt = at[jt] - i - 1 if isinstance(jt, str) else jt
-        jf = at[jf] - i - 1 if isinstance(jf, str) else jf
-        out.append(struct.pack("HBBI", code, jt, jf, k))
-    return b"".join(out)
+    rules = seccomp.SyscallFilter(seccomp.ALLOW)
+    rules.set_attr(seccomp.Attr.ACT_BADARCH, seccomp.ERRNO(errno.EPERM))
+    for name, err in REFUSED.items():
+        number = seccomp.resolve_syscall(seccomp.Arch.NATIVE, name)
+        if number == -1:  # a name this libseccomp does not know: refuse to pretend we filter
+            return None
+        if number >= 0:  # below -1: a call this architecture does not have (fork on aarch64)
+            rules.add_rule(seccomp.ERRNO(err), number)
+    thread = seccomp.Arg(0, seccomp.MASKED_EQ, CLONE_THREAD, 0)  # clone's flags lack CLONE_THREAD
+    rules.add_rule(seccomp.ERRNO(errno.EAGAIN), "clone", thread)
+    return rules
 
 
-def install_no_fork_filter() -> bool:
-    """Install :func:`no_fork_filter` on this process (irreversible). Returns whether it was installed."""
-    program = no_fork_filter()
-    if program is None:
+def install_no_fork_filter(rules=None) -> bool:
+    """Load ``rules`` (default: a fresh :func:`no_fork_filter`) on this process, irreversibly. Returns whether
+    a filter was loaded."""
+    rules = no_fork_filter() if rules is None else rules
+    if rules is None:
         return False
-
-    class SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    buf = ctypes.create_string_buffer(program, len(program))
-    fprog = SockFprog(len(program) // 8, ctypes.addressof(buf))
-    libc = ctypes.CDLL(None, use_errno=True)
-    pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
-    if libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0:
+    try:
+        rules.load()
+    except OSError:
         return False
-    return libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(fprog), 0, 0) == 0
+    return True
 
 
 # ---------------------------------------------------------------- output capture
 
 
-class Stream:
-    """A text stream that keeps at most ``max_lines`` lines / ``max_chars`` characters of one cell's output."""
+class CellOutputs:
+    """The nbformat outputs of one cell, in order, within the cell's budget of ``max_lines`` lines and
+    ``max_chars`` characters of printed and displayed text (the result of the last expression is cut on its own)."""
 
-    def __init__(self, name: str, sink: list, limits: dict):
-        self.name, self._sink, self._limits = name, sink, limits
-        self.encoding, self.errors = "utf-8", "replace"
+    def __init__(self, limits: dict, count: int):
+        self.max_lines, self.max_chars = int(limits["max_lines"]), int(limits["max_chars"])
+        self.count = count
+        self._clear()
 
-    def write(self, text) -> int:
-        if not isinstance(text, str):
-            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        state = self._limits
-        if state["dropped"]:
-            state["dropped_lines"] += text.count("\n")
-            return len(text)
-        lines_left = state["max_lines"] - state["lines"]
-        chars_left = state["max_chars"] - state["chars"]
+    def _clear(self) -> None:
+        self.outputs: list[dict] = []
+        self.lines = self.chars = self.dropped_lines = 0
+        self.dropped = self.clear_pending = False
+        self.display_ids: dict[str, dict] = {}
+
+    def _keep(self, text: str) -> str:
+        """The part of ``text`` the budget still allows (counted as spent); the rest is noted as dropped."""
+        if self.clear_pending:
+            self._clear()
+        if self.dropped:
+            self.dropped_lines += text.count("\n")
+            return ""
+        lines_left, chars_left = self.max_lines - self.lines, self.max_chars - self.chars
         if lines_left <= 0 or chars_left <= 0:
             keep = ""
         else:
@@ -160,16 +168,94 @@ class Stream:
             if cut >= 0:
                 keep = keep[: cut + 1]
         if keep != text:
-            state["dropped"] = True
-            state["dropped_lines"] += text.count("\n") - keep.count("\n")
-            text = keep
-        state["lines"] += text.count("\n")
-        state["chars"] += len(text)
-        if text:
-            if self._sink and self._sink[-1][0] == self.name:
-                self._sink[-1][1].append(text)
+            self.dropped = True
+            self.dropped_lines += text.count("\n") - keep.count("\n")
+        self.lines += keep.count("\n")
+        self.chars += len(keep)
+        return keep
+
+    def stream(self, name: str, text: str) -> None:
+        text = self._keep(text)
+        if not text:
+            return
+        last = self.outputs[-1] if self.outputs else None
+        if last is not None and last["output_type"] == "stream" and last["name"] == name:
+            last["text"].append(text)
+        else:
+            self.outputs.append({"output_type": "stream", "name": name, "text": [text]})
+
+    def display(self, text, display_id=None, update: bool = False) -> None:
+        """A ``display_data`` output (``update``: replace the text of the output shown with ``display_id``)."""
+        if not isinstance(text, str):
+            return  # no text/plain form: nothing the grader keeps
+        if update:
+            shown = self.display_ids.get(display_id)
+            if shown is not None:
+                shown["data"]["text/plain"] = text[: self.max_chars]
+            return
+        kept = self._keep(text + "\n")
+        if not kept:
+            return
+        kept = kept[:-1] if kept.endswith("\n") and len(kept) == len(text) + 1 else kept + "..."
+        output = {"output_type": "display_data", "data": {"text/plain": kept}, "metadata": {}}
+        self.outputs.append(output)
+        if display_id is not None:
+            self.display_ids[display_id] = output
+
+    def result(self, text) -> None:
+        """The ``execute_result`` of the cell's last expression."""
+        if self.clear_pending:
+            self._clear()
+        if not isinstance(text, str):
+            return
+        if len(text) > self.max_chars:
+            text = text[: self.max_chars] + "..."
+        data = {"text/plain": text}
+        self.outputs.append(
+            {"output_type": "execute_result", "execution_count": self.count, "metadata": {}, "data": data}
+        )
+
+    def error(self, output: dict) -> None:
+        if self.clear_pending:
+            self._clear()
+        self.outputs.append(output)
+
+    def clear(self, wait: bool = False) -> None:
+        """``clear_output()``: forget what the cell showed so far (with ``wait``, when it next shows something)."""
+        if wait:
+            self.clear_pending = True
+        else:
+            self._clear()
+
+    @property
+    def failed(self) -> bool:
+        return any(o["output_type"] == "error" for o in self.outputs)
+
+    def finish(self) -> list[dict]:
+        """The outputs, streams joined, with a note where the budget cut some."""
+        outputs = [dict(o, text="".join(o["text"])) if o["output_type"] == "stream" else o for o in self.outputs]
+        if self.dropped:
+            note = f"\n... output truncated ({self.dropped_lines} more lines not kept) ...\n"
+            for output in reversed(outputs):
+                if output["output_type"] == "stream" and output["name"] == "stdout":
+                    output["text"] += note
+                    break
             else:
-                self._sink.append((self.name, [text]))
+                outputs.append({"output_type": "stream", "name": "stdout", "text": note})
+        return outputs
+
+
+class Stream:
+    """``sys.stdout`` or ``sys.stderr`` of a running cell: what is written goes to the cell's outputs."""
+
+    def __init__(self, name: str, cell: CellOutputs):
+        self.name, self._cell = name, cell
+        self.encoding, self.errors = "utf-8", "replace"
+
+    def write(self, text) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        self._cell.stream(self.name, text)
         return len(text)
 
     def writelines(self, lines) -> None:
@@ -192,20 +278,114 @@ class Stream:
         return True
 
 
+# ---------------------------------------------------------------- the IPython shell
+
+
+class _Publisher(DisplayPublisher):
+    """``display()`` and ``clear_output()``: into the running cell's outputs (as ipykernel sends them)."""
+
+    def publish(self, data, metadata=None, *args, transient=None, update=False, **kwargs) -> None:
+        cell = self.shell.cell
+        if cell is not None and isinstance(data, dict):
+            display_id = transient.get("display_id") if isinstance(transient, dict) else None
+            cell.display(data.get("text/plain"), display_id, update)
+
+    def clear_output(self, wait=False) -> None:
+        if self.shell.cell is not None:
+            self.shell.cell.clear(wait)
+
+
+class _ResultHook(DisplayHook):
+    """The value of a cell's last expression: an ``execute_result`` of the running cell, not printed text."""
+
+    def write_output_prompt(self) -> None:
+        pass
+
+    def write_format_data(self, format_dict, md_dict=None) -> None:
+        if self.shell.cell is not None:
+            self.shell.cell.result(format_dict.get("text/plain"))
+
+    def finish_displayhook(self) -> None:
+        self._is_active = False
+
+
+class _Compiler(CachingCompiler):
+    """IPython's compiler without its copy of each cell's source in ``linecache``: tracebacks and warnings then
+    show no line of a cell, so the feedback cannot show the hidden tests' code (as before IPython ran cells)."""
+
+    def cache(self, transformed_code: str, number: int = 0, raw_code: str | None = None) -> str:
+        name = self.get_code_name(transformed_code if raw_code is None else raw_code, transformed_code, number)
+        self._filename_map[name] = number
+        return name
+
+
+class GraderShell(InteractiveShell):
+    """IPython's shell as a Jupyter kernel uses it, with the kernel's outputs collected into :class:`CellOutputs`
+    (``cell``, the running cell's) instead of sent over ZeroMQ."""
+
+    compiler_class = Type(_Compiler)
+    displayhook_class = Type(_ResultHook)
+    display_pub_class = Type(_Publisher)
+    cell: CellOutputs | None = None
+
+    def _showtraceback(self, etype, evalue, stb) -> None:
+        """An error output in the shape the grader has always sent (Python's own traceback, without the
+        frames of IPython and of this file, and without the lines of a cell): not IPython's ``stb``."""
+        if self.cell is not None:
+            self.cell.error(_error_output(evalue, self.compile._filename_map))
+
+    def show_usage_error(self, exc) -> None:
+        """An unknown magic and other misuses: an error output (a Jupyter kernel prints them to stderr, and
+        nbgrader would then count the cell as passed although nothing of it ran)."""
+        if self.cell is not None:
+            error = {"output_type": "error", "ename": "UsageError", "evalue": str(exc)[:10_000]}
+            self.cell.error({**error, "traceback": [f"UsageError: {exc}"]})
+
+    def enable_gui(self, gui=None) -> None:
+        """``%matplotlib inline`` needs no event loop; a window (``%gui qt``, ``%matplotlib tk``) cannot be had."""
+        if gui in (None, "inline"):
+            return
+        raise UsageError(f"the grader cannot open windows (GUI {gui!r}): use `%matplotlib inline`, or leave it out")
+
+    @contextlib.contextmanager
+    def _tee(self, channel):
+        """No copy of the cell's printed text in IPython's history: the cell's budget already bounds it."""
+        yield
+
+
+def make_shell() -> GraderShell:
+    """The IPython shell every cell of this sandbox runs in: no history file (and so no history thread),
+    no colours in tracebacks, only ``text/plain`` forms computed."""
+    config = Config()
+    config.HistoryManager.enabled = False
+    shell = GraderShell.instance(config=config, colors="nocolor")
+    shell.display_formatter.active_types = ["text/plain"]
+    shell.InteractiveTB.set_mode("Minimal")  # its traceback is not sent (see _showtraceback): compute little
+    return shell
+
+
 # ---------------------------------------------------------------- running cells
 
 
-def _error_output(err: BaseException, runner_file: str) -> dict:
-    frames = [f for f in traceback.extract_tb(err.__traceback__) if os.path.abspath(f.filename) != runner_file]
-    lines = ["Traceback (most recent call last):\n"] if frames else []
-    lines += traceback.format_list(frames)
-    lines += traceback.format_exception_only(type(err), err)
-    return {
-        "output_type": "error",
-        "ename": type(err).__name__,
-        "evalue": str(err)[:10_000],
-        "traceback": [line.rstrip("\n") for line in lines][-200:],
-    }
+def _error_output(err: BaseException, cells: dict[str, int]) -> dict:
+    """The error output of ``err``: Python's traceback without the frames of IPython and of this file (the
+    grader's machinery), each frame of a cell named as Jupyter names it (``Cell In[3], line 2``, from
+    ``cells``, file name -> execution count) and without its lines."""
+    lines = []
+    for frame in traceback.extract_tb(err.__traceback__):
+        if os.path.abspath(frame.filename).startswith(MACHINERY):
+            continue
+        if frame.filename in cells:
+            lines.append(f"  Cell In[{cells[frame.filename]}], line {frame.lineno}, in {frame.name}")
+        else:
+            lines += traceback.format_list([frame])[0].rstrip("\n").split("\n")
+    if lines:
+        lines.insert(0, "Traceback (most recent call last):")
+    last = "".join(traceback.format_exception_only(type(err), err))
+    if isinstance(err, SyntaxError) and err.filename in cells:
+        last = last.replace(f'File "{err.filename}"', f"Cell In[{cells[err.filename]}]")
+    lines += last.rstrip("\n").split("\n")
+    return {"output_type": "error", "ename": type(err).__name__, "evalue": str(err)[:10_000], "traceback": lines[-200:]}
 
 
 def _summarise_figures() -> list[dict]:
@@ -226,48 +406,26 @@ def _summarise_figures() -> list[dict]:
     return outputs
 
 
-def run_cell(source: str, index: int, namespace: dict, count: int, limits: dict) -> list[dict]:
-    """Execute one cell as IPython would and return its nbformat outputs."""
-    sink: list = []
-    state = {"lines": 0, "chars": 0, "dropped": False, "dropped_lines": 0, **limits}
-    out, err = Stream("stdout", sink, state), Stream("stderr", sink, state)
+def run_cell(shell: GraderShell, source: str, count: int, limits: dict) -> list[dict]:
+    """Run one cell in ``shell`` as a Jupyter kernel would, as execution number ``count``; returns its
+    nbformat outputs."""
+    cell = CellOutputs(limits, count)
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err
-    outputs: list[dict] = []
+    sys.stdout, sys.stderr = Stream("stdout", cell), Stream("stderr", cell)
+    shell.cell, shell.execution_count = cell, count
     error = None
-    filename = f"<cell {index}>"
     try:
-        tree = ast.parse(source, filename)
-        last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr) and not source.rstrip().endswith(";"):
-            last = ast.Expression(tree.body.pop().value)
-        _exec(_compile(tree, filename, "exec"), namespace)
-        if last is not None:
-            value = _eval(_compile(last, filename, "eval"), namespace)
-            if value is not None:
-                text = _repr(value)
-                if len(text) > state["max_chars"]:
-                    text = text[: state["max_chars"]] + "..."
-                result = {"output_type": "execute_result", "execution_count": count, "metadata": {}}
-                result["data"] = {"text/plain": text}
-                outputs.append(result)
-                namespace["_"] = value
-    except BaseException as exc:  # noqa: BLE001 (SystemExit and KeyboardInterrupt are cell errors too)
+        result = _run_cell(shell, source, store_history=True)
+        if not result.success and not cell.failed:  # an error IPython printed rather than showed
+            error = result.error_before_exec or result.error_in_exec
+    except BaseException as exc:  # noqa: BLE001 (whatever escapes the shell is the cell's error too)
         error = exc
     finally:
         sys.stdout, sys.stderr = saved
-    streams = [{"output_type": "stream", "name": name, "text": "".join(parts)} for name, parts in sink]
-    if state["dropped"]:
-        note = f"\n... output truncated ({state['dropped_lines']} more lines not kept) ...\n"
-        for stream in reversed(streams):
-            if stream["name"] == "stdout":
-                stream["text"] += note
-                break
-        else:
-            streams.append({"output_type": "stream", "name": "stdout", "text": note})
-    outputs = streams + _summarise_figures() + outputs
+        shell.cell = None
+    outputs = cell.finish() + _summarise_figures()
     if error is not None:
-        outputs.append(_error_output(error, os.path.abspath(__file__)))
+        outputs.append(_error_output(error, shell.compile._filename_map))
     return outputs
 
 
@@ -275,13 +433,13 @@ def _send(sock: socket.socket, message: dict) -> None:
     sock.sendall((_dumps(message) + "\n").encode("utf-8", "replace"))
 
 
-def child_main(job_sock: socket.socket, limits: dict, namespace: dict, count: int) -> None:
-    """Run one job in this (forked) process, in ``namespace`` (the state after the instructor's prefix);
-    never returns."""
+def child_main(job_sock: socket.socket, limits: dict, shell: GraderShell, count: int, rules) -> None:
+    """Run one job in this (forked) process, in ``shell`` (holding the state after the instructor's prefix),
+    under the seccomp filter ``rules``; never returns."""
     code = 0
     try:
         set_limits(limits)
-        filtered = install_no_fork_filter()
+        filtered = install_no_fork_filter(rules) if rules is not None else False
         os.makedirs("/tmp/work", exist_ok=True)
         os.makedirs(os.environ.get("HOME", "/tmp/home"), exist_ok=True)
         os.chdir("/tmp/work")
@@ -297,7 +455,7 @@ def child_main(job_sock: socket.socket, limits: dict, namespace: dict, count: in
         for index, source in job["cells"]:
             count += 1
             _send(job_sock, {"start": index})
-            outputs = run_cell(source, index, namespace, count, output_limits)
+            outputs = run_cell(shell, source, count, output_limits)
             _send(job_sock, {"cell": index, "execution_count": count, "outputs": outputs})
         _send(job_sock, {"done": True})
     except BaseException:  # noqa: BLE001 (report, then exit: the parent grades what it received)
@@ -363,7 +521,8 @@ def preload(modules: list[str]) -> list[str]:
 
 
 def snapshot() -> dict[str, tuple]:
-    """The files of the writable places, as they are now (what the prefix left there), bounded in size."""
+    """The files of the writable places, as they are now (what the preload or the prefix left there), bounded
+    in size."""
     files, total = {}, 0
     for top in WRITABLE:
         for folder, dirs, names in os.walk(top):
@@ -476,6 +635,8 @@ def zygote(control_fd: int, modules: list[str]) -> None:
     control = socket.socket(fileno=control_fd)
     started = time.monotonic()
     failed = preload(modules)
+    os.makedirs(os.environ.get("HOME", "/tmp/home"), exist_ok=True)  # IPython keeps its profile there
+    shell, rules = make_shell(), no_fork_filter()
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: children of the same uid cannot ptrace us
     import random
@@ -485,7 +646,11 @@ def zygote(control_fd: int, modules: list[str]) -> None:
     if numpy is not None:
         numpy.random.seed(0)
     me = os.getpid()
-    namespace, count, keep, served = {"__name__": "__main__", "__builtins__": __builtins__}, 0, {}, False
+    count, served = 0, False
+    try:
+        keep = snapshot()  # what the preloaded modules and the shell left in /tmp: every child starts from it
+    except (OSError, RuntimeError):
+        keep = {}
     _send(control, {"ready": True, "seconds": round(time.monotonic() - started, 3), "preload_failed": failed})
     for request, fds in _messages(control):
         op = request.get("op")
@@ -494,7 +659,7 @@ def zygote(control_fd: int, modules: list[str]) -> None:
             cells = {}
             for index, source in request["cells"]:
                 count += 1
-                cells[index] = [count, run_cell(source, index, namespace, count, limits)]
+                cells[index] = [count, run_cell(shell, source, count, limits)]
             threads = len(os.listdir("/proc/self/task"))
             try:
                 keep = snapshot()
@@ -518,7 +683,7 @@ def zygote(control_fd: int, modules: list[str]) -> None:
         pid = os.fork()
         if pid == 0:
             control.close()
-            child_main(socket.socket(fileno=job_fd), request.get("limits", {}), namespace, count)
+            child_main(socket.socket(fileno=job_fd), request.get("limits", {}), shell, count, rules)
         os.close(job_fd)
         how, code = wait_child(pid, float(request["deadline"]))
         sweep(me, keep)

@@ -1,12 +1,16 @@
 """The grading sandbox (autograder.sandbox) and what runs inside it (autograder.runner).
 
-The cell runner and the seccomp filter are checked in plain processes; everything
-else in a real bubblewrap sandbox (skipped, with the reason, where bwrap is absent).
+The cell runner and the seccomp filter are checked in plain processes (the runner's IPython shell is a
+process-wide singleton: made in this process, it would answer ``get_ipython()`` in every later test);
+everything else in a real bubblewrap sandbox (skipped, with the reason, where bwrap is absent).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -14,7 +18,7 @@ import textwrap
 
 import pytest
 
-from autograder import runner
+from autograder import grade, runner
 from autograder import sandbox as sb
 
 ROOT = sb.RUNNER.parent.parent
@@ -28,45 +32,166 @@ def stream_text(outputs, name="stdout") -> str:
     return "".join(o["text"] for o in outputs if o["output_type"] == "stream" and o["name"] == name)
 
 
-# ---------------------------------------------------------------- the cell runner, in this process
+# ---------------------------------------------------------------- the cell runner, in a plain process
+
+RUN_CELLS = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import runner
+shell = runner.make_shell()
+cells, limits = json.load(sys.stdin)
+print(json.dumps([runner.run_cell(shell, source, count, limits) for count, source in enumerate(cells, 1)]))
+"""
 
 
-def test_run_cell_mimics_ipython_last_expression_and_semicolon():
-    ns = {"__name__": "__main__"}
-    out = runner.run_cell("x = 20\nx + 22", 0, ns, 1, LIMITS)
-    assert out == [
+@pytest.fixture
+def run_cells(tmp_path):
+    """Run cells one after another in the runner's IPython shell, in a fresh process; returns each cell's outputs
+    (the cells are numbered 1, 2, ... as a kernel numbers them)."""
+
+    def run(*sources, limits=LIMITS):
+        env = {**os.environ, "HOME": str(tmp_path), "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(tmp_path / "mpl")}
+        done = subprocess.run(
+            [sys.executable, "-c", RUN_CELLS, str(sb.RUNNER.parent)],
+            input=json.dumps([[textwrap.dedent(s) for s in sources], limits]),
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    return run
+
+
+def test_run_cell_shows_the_last_expression_as_ipython_does(run_cells):
+    value, hidden, none, underscore = run_cells("x = 20\nx + 22", "x + 1;", "x = None\nx", "_ + 1")
+    assert value == [
         {"output_type": "execute_result", "execution_count": 1, "metadata": {}, "data": {"text/plain": "42"}}
     ]
-    assert runner.run_cell("x + 1;", 1, ns, 2, LIMITS) == []  # a trailing semicolon hides the value
-    assert runner.run_cell("x = None\nx", 2, ns, 3, LIMITS) == []  # None is not displayed
+    assert hidden == []  # a trailing semicolon hides the value
+    assert none == []  # None is not displayed
+    assert underscore[0]["data"] == {"text/plain": "43"}  # _ is the last value shown, as in Jupyter
 
 
-def test_run_cell_reports_errors_as_nbgrader_expects():
-    ns = {"__name__": "__main__"}
-    out = runner.run_cell("print('before')\nraise ValueError('bad answer')", 0, ns, 1, LIMITS)
-    assert stream_text(out) == "before\n"
-    error = out[-1]
+def test_run_cell_reports_errors_as_nbgrader_expects(run_cells):
+    raised, exited, interrupted = run_cells(
+        "print('before')\nraise ValueError('bad answer')", "raise SystemExit(3)", "raise KeyboardInterrupt"
+    )
+    assert stream_text(raised) == "before\n"
+    error = raised[-1]
     assert error["output_type"] == "error" and error["ename"] == "ValueError" and error["evalue"] == "bad answer"
-    assert error["traceback"][-1] == "ValueError: bad answer"
-    assert not any("runner.py" in line for line in error["traceback"])  # the runner's frames are hidden
-    for source, ename in (("raise SystemExit(3)", "SystemExit"), ("raise KeyboardInterrupt", "KeyboardInterrupt")):
-        assert runner.run_cell(source, 1, ns, 2, LIMITS)[-1]["ename"] == ename
+    assert error["traceback"] == [
+        "Traceback (most recent call last):",
+        "  Cell In[1], line 2, in <module>",
+        "ValueError: bad answer",
+    ]  # no frame of the runner or of IPython
+    assert [o["ename"] for o in exited + interrupted if o["output_type"] == "error"] == [
+        "SystemExit",
+        "KeyboardInterrupt",
+    ]
 
 
-def test_run_cell_keeps_stdout_and_stderr_apart_in_order():
-    src = "import sys\nprint('a')\nprint('b', file=sys.stderr)\nprint('c')"
-    out = runner.run_cell(src, 0, {"__name__": "__main__"}, 1, LIMITS)
+def test_tracebacks_show_no_line_of_a_cell_so_feedback_keeps_hidden_tests_hidden(run_cells):
+    (out,) = run_cells(
+        """
+        def check_secretly(answer):
+            expected_secret = 42
+            assert answer == expected_secret, "not the answer"
+
+        check_secretly(41)
+        """
+    )
+    error = out[-1]
+    assert error["ename"] == "AssertionError" and error["evalue"] == "not the answer"
+    assert error["traceback"] == [  # where, without the line that failed (nor any other line of a cell)
+        "Traceback (most recent call last):",
+        "  Cell In[1], line 5, in <module>",
+        "  Cell In[1], line 3, in check_secretly",
+        "AssertionError: not the answer",
+    ]
+
+
+def test_run_cell_keeps_stdout_and_stderr_apart_in_order(run_cells):
+    (out,) = run_cells("import sys\nprint('a')\nprint('b', file=sys.stderr)\nprint('c')")
     assert [(o["name"], o["text"]) for o in out] == [("stdout", "a\n"), ("stderr", "b\n"), ("stdout", "c\n")]
 
 
-def test_run_cell_truncates_a_flood_of_output():
-    out = runner.run_cell("for i in range(10**5):\n    print(i)", 0, {"__name__": "__main__"}, 1, LIMITS)
-    text = stream_text(out)
+def test_run_cell_truncates_a_flood_of_output(run_cells):
+    lines, wide, displays = run_cells(
+        "for i in range(10**5):\n    print(i)", "print('x' * 10**6)", "for i in range(10**4):\n    display(i)"
+    )
+    text = stream_text(lines)
     kept = [line for line in text.splitlines() if line.isdigit()]
     assert kept == [str(i) for i in range(50)]
     assert f"{10**5 - 50} more lines not kept" in text
-    out = runner.run_cell("print('x' * 10**6)", 0, {"__name__": "__main__"}, 1, LIMITS)
-    assert len(stream_text(out)) < 11_000
+    assert len(stream_text(wide)) < 11_000
+    shown = [o["data"]["text/plain"] for o in displays if o["output_type"] == "display_data"]
+    assert shown == [str(i) for i in range(50)]  # display() draws on the same budget as print()
+    assert f"{10**4 - 50} more lines not kept" in stream_text(displays)
+
+
+def test_display_shows_rich_outputs_in_order_as_jupyter_does(run_cells):
+    shown, updated, cleared = run_cells(
+        """
+        display(41)
+        print("between")
+        display({"answer": 42})
+        "last"
+        """,
+        """
+        handle = display("draft", display_id=True)
+        handle.update("final")
+        """,
+        """
+        from IPython.display import clear_output
+        for step in range(3):
+            clear_output(wait=True)
+            print("step", step)
+        """,
+    )
+    assert [(o["output_type"], o.get("data", {}).get("text/plain", o.get("text"))) for o in shown] == [
+        ("display_data", "41"),
+        ("stream", "between\n"),
+        ("display_data", "{'answer': 42}"),
+        ("execute_result", "'last'"),
+    ]
+    assert shown[0] == {"output_type": "display_data", "data": {"text/plain": "41"}, "metadata": {}}
+    assert [o["data"]["text/plain"] for o in updated] == ["'final'"]
+    assert cleared == [{"output_type": "stream", "name": "stdout", "text": "step 2\n"}]
+
+
+def test_line_magics_run_as_in_jupyter(run_cells):
+    timed, clocked, after, figure = run_cells(
+        "%timeit -n 2 -r 3 sum(range(100))",
+        "%time y = 6 * 7",
+        "y",
+        "%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.plot([1, 2, 3]);",
+    )
+    assert "per loop (mean ± std. dev. of 3 runs, 2 loops each)" in stream_text(timed)
+    assert "Wall time" in stream_text(clocked)
+    assert after[0]["data"] == {"text/plain": "42"}  # %time ran the statement in the notebook's namespace
+    assert figure == [
+        {"output_type": "display_data", "data": {"text/plain": "<Figure size 640x480 with 1 Axes>"}, "metadata": {}}
+    ]
+
+
+def test_an_unknown_magic_is_an_error_and_the_rest_of_its_cell_does_not_run(run_cells):
+    unknown, window, fine = run_cells("%pylab_please\nprint('after')", "%gui qt", "print('next')")
+    assert unknown == [
+        {
+            "output_type": "error",
+            "ename": "UsageError",
+            "evalue": "Line magic function `%pylab_please` not found.",
+            "traceback": ["UsageError: Line magic function `%pylab_please` not found."],
+        }
+    ]
+    assert "the grader cannot open windows (GUI 'qt'): use `%matplotlib inline`" in stream_text(window, "stderr")
+    assert fine == [{"output_type": "stream", "name": "stdout", "text": "next\n"}]
+
+
+# ---------------------------------------------------------------- the seccomp filter
 
 
 def test_no_fork_filter_refuses_processes_but_not_threads():
@@ -88,10 +213,74 @@ def test_no_fork_filter_refuses_processes_but_not_threads():
         """
     )
     if runner.no_fork_filter() is None:
-        pytest.skip("no seccomp filter for this architecture")
+        pytest.skip("libseccomp (pyseccomp) is not available here")
     done = subprocess.run([sys.executable, "-c", code, str(sb.RUNNER.parent)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "threads [1]"
+
+
+#: System call numbers of the calls the filter refuses besides fork, on the architectures we test.
+SYSCALLS = {
+    "x86_64": {"getpid": 39, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "clone3": 435},
+    "aarch64": {"getpid": 172, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "clone3": 435},
+}
+
+
+@pytest.mark.skipif(platform.machine() not in SYSCALLS, reason="system call numbers known for x86_64 and aarch64")
+def test_no_fork_filter_refuses_tracing_clone3_and_foreign_abis():
+    code = textwrap.dedent(
+        """
+        import ctypes, errno, json, mmap, os, platform, sys
+        sys.path.insert(0, sys.argv[1])
+        import runner
+        nr = json.loads(sys.argv[2])
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+
+        def call(number, *args):
+            ctypes.set_errno(0)
+            done = libc.syscall(ctypes.c_long(number), *[ctypes.c_long(a) for a in args])
+            return errno.errorcode[ctypes.get_errno()] if done == -1 else "allowed"
+
+        def i386_getpid():  # mov eax, 20; int 0x80; ret: getpid through the 32-bit ABI
+            code = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+            code.write(b"\\xb8\\x14\\x00\\x00\\x00\\xcd\\x80\\xc3")
+            done = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(code)))()
+            return "allowed" if done > 0 else errno.errorcode[-done]
+
+        x86 = platform.machine() == "x86_64"
+        i386_works = x86 and i386_getpid() == "allowed"  # kernels without 32-bit emulation never reach a filter
+        assert runner.install_no_fork_filter()
+        seen = {
+            "getpid": call(nr["getpid"]),
+            "ptrace": call(nr["ptrace"], 0, 0, 0, 0),  # PTRACE_TRACEME
+            "process_vm_readv": call(nr["process_vm_readv"], os.getpid(), 0, 0, 0, 0, 0),
+            "process_vm_writev": call(nr["process_vm_writev"], os.getpid(), 0, 0, 0, 0, 0),
+            "clone3": call(nr["clone3"], 0, 0),
+        }
+        if x86:
+            seen["x32 getpid"] = call(0x40000000 | nr["getpid"])
+        if i386_works:
+            seen["i386 getpid"] = i386_getpid()
+        print(json.dumps(seen))
+        """
+    )
+    if runner.no_fork_filter() is None:
+        pytest.skip("libseccomp (pyseccomp) is not available here")
+    numbers = json.dumps(SYSCALLS[platform.machine()])
+    done = subprocess.run([sys.executable, "-c", code, str(sb.RUNNER.parent), numbers], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    expected = {
+        "getpid": "allowed",
+        "ptrace": "EPERM",
+        "process_vm_readv": "EPERM",
+        "process_vm_writev": "EPERM",
+        "clone3": "ENOSYS",  # so that the C library falls back to clone, whose flags the filter reads
+    }
+    assert {k: seen[k] for k in expected} == expected
+    for abi in ("x32 getpid", "i386 getpid"):  # another ABI would have other numbers: refused whole
+        assert seen.get(abi, "EPERM") == "EPERM", abi
 
 
 def test_bwrap_missing_is_refused_with_instructions(monkeypatch):
@@ -291,3 +480,23 @@ def test_a_stopped_zygote_cannot_hold_the_grader(box):
     )
     assert result.how == "timeout" and not box.alive  # this process's own deadline killed the whole sandbox
     assert run(box, "print('fresh')").how == "done" and box.starts == starts + 1
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_display_and_magics_grade_as_in_jupyter(box):
+    result = run(
+        box,
+        "answer = 6 * 7\ndisplay(answer)\n%time total = sum(range(10))",
+        "%timeit -n 1 -r 2 sum(range(10))",
+        "%autograde_me\nanswer = 0",
+        "assert answer == 42, 'the unknown magic stopped its whole cell'\nprint('passed', total)",
+    )
+    assert result.how == "done" and result.no_fork_filter is True  # libseccomp works inside the sandbox
+    shown, timed, unknown, test = (grade.clean_outputs(result.cells[i][1]) for i in range(4))
+    assert [o.output_type for o in shown] == ["display_data", "stream"]
+    assert shown[0].data == {"text/plain": "42"} and "Wall time" in shown[1].text
+    assert "per loop" in timed[0].text
+    assert [(o.output_type, o.ename) for o in unknown] == [("error", "UsageError")]  # nbgrader: the cell failed
+    assert "%autograde_me" in unknown[0].evalue
+    assert [(o.output_type, o.text) for o in test] == [("stream", "passed 45\n")]
