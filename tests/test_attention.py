@@ -107,6 +107,38 @@ def test_masked_softmax_hand_case_and_gradient():
     assert X.grad[0, 0, 2] == 0 and torch.all(X.grad[0, 1] == 0), "masked scores must get no gradient"
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_masked_softmax_in_every_floating_dtype(dtype):
+    """The docstring's promise in half precision too: masked keys exactly 0, finite weights, rows summing to 1."""
+    X = torch.tensor([[[1.0, 2.0, 3.0, 4.0], [0.5, -0.5, 0.0, 2.0], [1.0, 1.0, 1.0, 1.0]]], dtype=dtype)  # (1, 3, 4)
+    lens = torch.tensor([[2, 3, 0]])  # the last row has no valid key
+    W = masked_softmax(X, lens)
+    assert W.dtype == dtype and torch.isfinite(W).all(), f"{dtype}: weights must be finite, got {W}"
+    assert (W[0, 0, 2:] == 0).all() and W[0, 1, 3] == 0, f"{dtype}: masked keys must get exactly 0, got {W}"
+    expected = torch.zeros(3, 4, dtype=torch.float64)
+    expected[0, :2] = torch.softmax(X[0, 0, :2].double(), dim=0)
+    expected[1, :3] = torch.softmax(X[0, 1, :3].double(), dim=0)
+    expected[2] = 0.25  # no valid key: uniform
+    tol = {torch.float16: 1e-3, torch.bfloat16: 1e-2}.get(dtype, 1e-6)
+    torch.testing.assert_close(W[0].double(), expected, atol=tol, rtol=0)
+    torch.testing.assert_close(W.double().sum(-1), torch.ones(1, 3, dtype=torch.float64), atol=tol, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_valid_scores_far_below_minus_a_million_still_mask_exactly(dtype):
+    """A masked key gets 0 and the valid keys their softmax among themselves, however negative the valid scores.
+
+    A fill value such as -1e6 is not small enough: valid scores of -3e6 would then lose all their weight to the
+    masked key. Only the most negative finite number of the dtype (or -inf) is below every finite score.
+    """
+    X = torch.tensor([[[-3e6, -3e6 + 1.0, 5.0], [-1e30, -1e30, -1e30]]], dtype=dtype)  # (1, 2, 3)
+    W = masked_softmax(X, torch.tensor([2]))
+    e = math.e
+    expected = torch.tensor([[[1 / (1 + e), e / (1 + e), 0.0], [0.5, 0.5, 0.0]]], dtype=dtype)
+    torch.testing.assert_close(W, expected, atol=TOL[dtype], rtol=0)
+    assert (W[..., 2] == 0).all(), "the masked key must get exactly 0"
+
+
 def test_sequence_mask():
     X = torch.arange(12.0).reshape(3, 4)
     out = sequence_mask(X, torch.tensor([1, 0, 4]), value=-1.0)

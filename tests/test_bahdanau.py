@@ -66,6 +66,53 @@ def test_gru_weights_are_xavier_initialised():
     assert w.abs().max() > 0.9 * bound, "the GRU weights look like PyTorch's default init, not Xavier"
 
 
+def test_only_the_decoders_gru_is_xavier_initialised():
+    """D2L 11.4: the decoder's GRU weights are Xavier-uniform; the embedding, attention and output layer keep
+    PyTorch's defaults (N(0, 1) for an embedding, U(+-1/sqrt(fan_in)) for a linear layer's weight and bias)."""
+    vocab, embed, hidden = 40, 32, 64
+    torch.manual_seed(0)
+    decoder = Seq2SeqAttentionDecoder(vocab, embed, hidden, 2)
+    for name, w in decoder.rnn.named_parameters():
+        if name.startswith("weight"):
+            fan_out, fan_in = w.shape
+            xavier, default = (6 / (fan_in + fan_out)) ** 0.5, 1 / hidden**0.5
+            assert w.abs().max() <= xavier, f"GRU {name} exceeds the Xavier bound {xavier:.4f}"
+            assert w.abs().max() > default, f"GRU {name} stays within PyTorch's default bound: not Xavier"
+    linears = {"attention.W_q": decoder.attention.W_q, "attention.W_k": decoder.attention.W_k}
+    linears |= {"attention.w_v": decoder.attention.w_v, "dense": decoder.dense}
+    for name, layer in linears.items():
+        bound = 1 / layer.in_features**0.5  # PyTorch's default U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+        xavier = (6 / (layer.in_features + layer.out_features)) ** 0.5
+        assert xavier > 1.5 * bound, "the sizes must tell the two initialisations apart"
+        assert layer.weight.abs().max() <= bound, f"{name} was re-initialised (Xavier?), not PyTorch's default"
+    assert decoder.dense.bias.abs().max() <= 1 / hidden**0.5
+    emb = decoder.embedding.weight
+    assert 0.9 < emb.std().item() < 1.1 and emb.abs().max() > 2.5, "the embedding keeps its N(0, 1) init"
+
+
+def test_decoder_parameters_equal_seeded_modules_built_as_documented():
+    """With the same seed, the decoder's parameters are those of its layers built one by one in the same order,
+    with torch's own Xavier initialiser applied to the GRU weights only."""
+    torch.manual_seed(3)
+    decoder = Seq2SeqAttentionDecoder(V, E, N, L)
+    torch.manual_seed(3)
+    embedding = nn.Embedding(V, E)
+    gru = nn.GRU(E + N, N, L)
+    for name, p in gru.named_parameters():
+        if name.startswith("weight"):
+            nn.init.xavier_uniform_(p)
+    W_k, W_q, w_v = nn.Linear(N, N, bias=False), nn.Linear(N, N, bias=False), nn.Linear(N, 1, bias=False)
+    dense = nn.Linear(N, V)
+    expected = {f"embedding.{k}": v for k, v in embedding.state_dict().items()}
+    expected |= {f"rnn.{k}": v for k, v in gru.state_dict().items()}
+    expected |= {"attention.W_k.weight": W_k.weight, "attention.W_q.weight": W_q.weight}
+    expected |= {"attention.w_v.weight": w_v.weight, "dense.weight": dense.weight, "dense.bias": dense.bias}
+    got = decoder.state_dict()
+    assert sorted(got) == sorted(expected)
+    for name, value in expected.items():
+        torch.testing.assert_close(got[name], value, atol=0, rtol=0, msg=f"{name} is not initialised as documented")
+
+
 @settings(max_examples=20, deadline=None)
 @given(
     B=st.integers(1, 4),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import io
@@ -15,6 +16,7 @@ import pytest
 
 from qkv.data import _fetch
 from qkv.data._fetch import ChecksumError, DataFile, cache_dir, find, locate, read_verified
+from qkv.data.fashion_mnist import FASHION_MNIST_FILES
 from qkv.data.mt import FRA_ENG
 from qkv.data.timemachine import TIME_MACHINE
 
@@ -176,6 +178,22 @@ def test_gzip_checksum_is_of_the_decompressed_content(tmp_path, isolated_data_en
     assert str(truncated) in str(err.value) and "unreadable" in str(err.value)
 
 
+def test_a_gz_named_file_that_is_not_gzip_is_checked_as_it_is(tmp_path, isolated_data_env):
+    """With gunzip=True only gzip content (magic bytes 1f 8b) is decompressed: a plain file, even one named
+    ``.gz`` (a copy someone decompressed in place), is checked and returned as it is."""
+    file = DataFile(
+        name="blob (gzip test)", relpath="blob.gz", checksum=hashlib.sha256(GOOD).hexdigest(), url=URL, gunzip=True
+    )
+    plain = put(tmp_path / "plain", "blob.gz", GOOD)
+    assert locate(file, data_dir=tmp_path / "plain") == plain
+    other = put(tmp_path / "other", "blob.gz", GOOD)  # another path, so read_verified checks it anew
+    assert read_verified(file, data_dir=tmp_path / "other") == (other, GOOD)
+    wrong = put(tmp_path / "wrong", "blob.gz", GOOD[:-1])  # not gzip either, and not the right content
+    with pytest.raises(ChecksumError) as err:
+        read_verified(file, data_dir=tmp_path / "wrong")
+    assert str(wrong) in str(err.value) and hashlib.sha256(GOOD[:-1]).hexdigest() in str(err.value)
+
+
 # --- downloads ---------------------------------------------------------------------------------------------------
 
 
@@ -232,6 +250,70 @@ def test_download_with_wrong_content_is_rejected_and_not_saved(isolated_data_env
         locate(make_file())
     assert URL in str(err.value) and sha1(GOOD) in str(err.value)
     assert files_under(isolated_data_env) == []
+
+
+@pytest.mark.parametrize("value", [None, "", "0", "false", "False", " no ", "NO"])
+def test_offline_variable_values_that_allow_downloads(value, isolated_data_env, monkeypatch):
+    """Unset, empty, 0, false and no (any case, surrounding spaces ignored) leave downloads on."""
+    if value is None:
+        monkeypatch.delenv("QKV_OFFLINE")
+    else:
+        monkeypatch.setenv("QKV_OFFLINE", value)
+    monkeypatch.setattr(_fetch, "_download", lambda url, dest, desc: Path(dest).write_bytes(GOOD))
+    assert locate(make_file()).read_bytes() == GOOD, f"QKV_OFFLINE={value!r} must allow the download"
+
+
+@pytest.mark.parametrize("value", ["1", "true", "YES", "on", " 1 ", "anything else"])
+def test_offline_variable_values_that_forbid_downloads(value, isolated_data_env, monkeypatch):
+    """1, true, yes, on, and any other value not in the list above, forbid downloads (the safe side)."""
+    monkeypatch.setenv("QKV_OFFLINE", value)
+    monkeypatch.setattr(_fetch, "_download", lambda *a: pytest.fail(f"downloaded although QKV_OFFLINE={value!r}"))
+    with pytest.raises(FileNotFoundError, match="QKV_OFFLINE"):
+        locate(make_file())
+    assert files_under(isolated_data_env) == []
+
+
+def test_download_of_a_gzip_file_is_checked_on_its_decompressed_content(isolated_data_env, serve):
+    """A ``.gz`` source with gunzip=True is saved compressed, as served, and checked on what it decompresses to."""
+    gz_url = "http://example.invalid/data/notes.txt.gz"
+    body = gzip.compress(GOOD)
+    log = serve({gz_url: body})
+    file = make_file(relpath="sub/notes.txt.gz", checksum=hashlib.sha256(GOOD).hexdigest(), url=gz_url, gunzip=True)
+    path = locate(file)
+    assert path == isolated_data_env / file.relpath and path.read_bytes() == body
+    assert read_verified(file) == (path, GOOD) and log == [gz_url]
+    assert files_under(isolated_data_env) == [path]
+
+
+def test_download_of_a_gzip_member_of_a_zip_archive(isolated_data_env, serve):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("pack/notes.txt.gz", gzip.compress(GOOD))
+    zip_url = "http://example.invalid/pack.zip"
+    serve({zip_url: buffer.getvalue()})
+    file = make_file(
+        relpath="sub/notes.txt.gz",
+        checksum=hashlib.sha256(GOOD).hexdigest(),
+        url=zip_url,
+        archive_checksum=sha1(buffer.getvalue()),
+        member="pack/notes.txt.gz",
+        gunzip=True,
+    )
+    assert read_verified(file) == (isolated_data_env / file.relpath, GOOD)
+
+
+def test_a_real_fashion_mnist_file_downloads_into_an_empty_cache(isolated_data_env, serve):
+    """What a student without Debian's package gets: Zalando's .gz served as is must pass the pinned checksum."""
+    file = FASHION_MNIST_FILES["t10k-labels-idx1-ubyte"]
+    system = Path(file.system_dirs[0]) / Path(file.relpath).name
+    if not system.is_file():
+        pytest.skip(f"needs Debian's dataset-fashion-mnist ({system}) to serve as the fake download")
+    body = system.read_bytes()
+    assert body[:2] == b"\x1f\x8b", "Zalando serves the files gzip-compressed"
+    serve({file.url: body})
+    path, content = read_verified(dataclasses.replace(file, system_dirs=()))  # look in the cache only
+    assert path == isolated_data_env / file.relpath and path.read_bytes() == body
+    assert content == gzip.decompress(body) and content[:4] == b"\x00\x00\x08\x01"  # IDX: ubyte, 1-D
 
 
 # --- descriptions and the real files -----------------------------------------------------------------------------

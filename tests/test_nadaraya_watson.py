@@ -184,6 +184,23 @@ def test_loo_selection_avoids_the_degenerate_tiny_bandwidth_that_training_error_
     assert val_mse < tiny_val_mse, "the LOO choice should generalise better than the degenerate one"
 
 
+def test_select_bandwidth_breaks_exact_ties_in_favour_of_the_first():
+    """Documented tie rule: among bandwidths with the same least LOO loss, the first one listed wins."""
+    x = torch.arange(10, dtype=torch.float64)
+    y = torch.tensor([0.0, 1.0] * 5, dtype=torch.float64)  # alternating labels: the nearest neighbour is always wrong
+    # A boxcar wider than the whole range (9) gives every other point the same weight: 20, 50 and 30 give the
+    # very same weights, hence exactly equal losses, and those beat the narrow 0.3 (nearest neighbour only).
+    sigmas = [0.3, 20.0, 50.0, 30.0]
+    best, losses = select_bandwidth(x, y, "boxcar", sigmas)
+    assert losses[1] == losses[2] == losses[3] < losses[0], (
+        f"the construction needs exact ties at the minimum: {losses}"
+    )
+    assert best == 20.0, f"tied bandwidths 20, 50, 30 (in that order): the first, 20, must win, got {best}"
+    # the constant kernel ignores sigma altogether: every bandwidth ties, and the first listed wins
+    best, losses = select_bandwidth(x, y, constant, [3.0, 1.0, 2.0])
+    assert len(set(losses)) == 1 and best == 3.0
+
+
 def test_bad_inputs_raise_clear_errors():
     x, y = torch.rand(5), torch.rand(5)
     with pytest.raises(ValueError, match="positive finite"):

@@ -80,3 +80,48 @@ def test_init_seq2seq_is_xavier_uniform_on_linear_and_gru_weights():
         if name.startswith("weight"):
             fan_out, fan_in = p.shape
             assert p.abs().max() <= (6 / (fan_in + fan_out)) ** 0.5
+
+
+class DropoutDecoder(Decoder):
+    """Logits pass through dropout with p close to 1, so a decoding in training mode is random and mostly zeros."""
+
+    def __init__(self, vocab_size=9):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, vocab_size)
+        self.dropout = nn.Dropout(0.9)
+        self.modes = []
+
+    def init_state(self, enc_all_outputs, *args):
+        return None
+
+    def forward(self, X, state):
+        self.modes.append(self.training)
+        return self.dropout(self.embedding(X)), state  # (B, T) -> (B, T, V)
+
+
+def test_predict_step_decodes_in_eval_mode_and_restores_the_mode():
+    """Greedy decoding must not drop out: with dropout p = 0.9 two decodings agree and equal the eval-mode ones."""
+    torch.manual_seed(0)
+    decoder = DropoutDecoder()
+    model = EncoderDecoder(ShiftEncoder(), decoder)
+    batch = (
+        torch.zeros(4, 3, dtype=torch.long),
+        torch.tensor([[1], [2], [5], [8]]),
+        torch.tensor([3] * 4),
+        torch.zeros(4, 1),
+    )
+    with torch.no_grad():  # the reference: the decoder run by hand in eval mode, one token at a time
+        decoder.eval()
+        tokens, expected = batch[1], []
+        for _ in range(6):
+            tokens = decoder(tokens, None)[0].argmax(dim=2)  # (B, 1, V) -> (B, 1)
+            expected.append(tokens)
+        expected = torch.cat(expected, dim=1)  # (B, 6)
+    for mode in (True, False):
+        model.train(mode)
+        decoder.modes.clear()
+        first, _ = model.predict_step(batch, "cpu", 6)
+        second, _ = model.predict_step(batch, "cpu", 6)
+        assert decoder.modes == [False] * 12, f"predict_step ran the decoder with training={decoder.modes}"
+        assert torch.equal(first, expected) and torch.equal(second, expected), "decoding went through dropout"
+        assert model.training is mode and decoder.training is mode, "predict_step must restore the mode it found"
