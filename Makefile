@@ -10,7 +10,7 @@ export QKV_DATA_DIR ?= $(abspath ../shared/data)
 EDITION ?= student
 JOBS ?= 2
 
-.PHONY: book test lint format release notebooks grade bench clean constraints help
+.PHONY: book test lint format release notebooks grade bench clean constraints help public
 
 help:
 	@echo "make book [EDITION=student|solutions]   build the book under _build/<edition>/html"
@@ -19,6 +19,7 @@ help:
 	@echo "make notebooks                          the sections as .ipynb for Colab (_build/notebooks)"
 	@echo "make grade SUBMISSIONS=DIR|ZIP          autograde a class"
 	@echo "make bench                              run the benchmarks in benchmarks/"
+	@echo "make public                             the public repository, without answers or hidden tests (_build/public)"
 
 $(STAMP): pyproject.toml constraints.txt
 	@bash .ci/system-deps.sh
@@ -60,6 +61,9 @@ release: $(STAMP)
 
 notebooks: $(STAMP)
 	$(BIN)/python -m publish.colab
+
+public: $(STAMP)
+	$(BIN)/python -m publish.public
 
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR|ZIP [GRADE_ARGS='--jobs 4 --deadline 300']  (nbgrader layout STUDENT/ASSIGNMENT/NOTEBOOK.ipynb)" >&2; exit 2; }
