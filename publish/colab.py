@@ -11,6 +11,7 @@ completed on Colab is graded like any other: the grader takes only the answer ce
 from __future__ import annotations
 
 import argparse
+import hashlib
 from pathlib import Path
 
 import nbformat
@@ -51,9 +52,14 @@ def colab_notebook(section: Section, url: str, branch: str) -> nbformat.Notebook
     nb = nbs.read(section.path)
     nb.metadata.pop("jupytext", None)
     nb.metadata["colab"] = {"name": f"{section.slug}.ipynb", "provenance": []}
+    seen: dict[str, int] = {}
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+        # Cell ids from the cell's text, not jupytext's random ones: writing again changes only the cells that changed.
+        digest = hashlib.sha1(f"{cell.cell_type}\n{cell.source}".encode()).hexdigest()[:12]
+        seen[digest] = seen.get(digest, 0) + 1
+        cell.id = digest if seen[digest] == 1 else f"{digest}-{seen[digest]}"
     nb.cells.insert(0, install_cell(url, branch))
     return nb
 

@@ -108,7 +108,7 @@ def test_the_tree_holds_exactly_the_allowlisted_and_generated_files(tree):
     assert (out / ".ci" / "system-deps.sh").stat().st_mode & 0o111, "the bootstrap script must stay executable"
 
 
-def test_writing_again_replaces_the_tree_but_keeps_its_git_folder(tree_copy):
+def test_writing_again_replaces_the_tree_but_keeps_its_git_folder(tree, tree_copy):
     (tree_copy / "book" / "old-section.md").write_text("a section since removed")
     (tree_copy / "stale.txt").write_text("left by an earlier run")
     (tree_copy / ".git").mkdir()
@@ -118,6 +118,10 @@ def test_writing_again_replaces_the_tree_but_keeps_its_git_folder(tree_copy):
     assert not (tree_copy / "stale.txt").exists() and not (tree_copy / "book" / "old-section.md").exists()
     assert (tree_copy / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n", "the clone's .git must survive"
     assert ".git/HEAD" not in files
+    # The same sources give the same bytes (cell ids included), so a commit of the public tree shows only real changes.
+    assert files == tree[1]
+    changed = [rel for rel in files if (tree_copy / rel).read_bytes() != (tree[0] / rel).read_bytes()]
+    assert not changed, f"writing the tree again changed {changed}"
 
 
 @pytest.mark.parametrize(
