@@ -88,6 +88,69 @@ def test_benchmark_with_cuda_events_on_a_gpu():
     assert timing.device.startswith("cuda") and len(timing.times_ms) == 5 and timing.median_ms > 0
 
 
+class FakeCudaDevice:
+    """A simulated asynchronous GPU in plain Python, in place of torch.cuda's Event and synchronize.
+
+    ``launch(ms)`` queues work: the host pays 0.01 ms and goes on while the device runs the work after what was
+    queued before. An event recorded now completes when the device has done everything queued before it;
+    ``elapsed_time`` on an event the host has not waited for raises, as CUDA's "device not ready" does.
+    """
+
+    def __init__(self):
+        self.now = self.busy_until = 0.0  # milliseconds
+        self.log = []
+
+    def launch(self, work_ms):
+        self.log.append("fn")
+        self.now += 0.01
+        self.busy_until = max(self.busy_until, self.now) + work_ms
+
+    def synchronize(self, device=None):
+        assert device is None or torch.device(device).type == "cuda", f"synchronize on {device}"
+        self.log.append("sync")
+        self.now = max(self.now, self.busy_until)
+
+    def Event(self, enable_timing=False):
+        sim = self
+
+        class Event:
+            def __init__(self):
+                assert enable_timing, "an event without enable_timing=True cannot be timed"
+                self.done_at = None
+
+            def record(self, stream=None):
+                sim.log.append("record")
+                self.done_at = max(sim.now, sim.busy_until)
+
+            def synchronize(self):
+                sim.log.append("wait")
+                sim.now = max(sim.now, self.done_at)
+
+            def elapsed_time(self, end):
+                sim.log.append("elapsed")
+                for event in (self, end):
+                    if event.done_at is None or sim.now < event.done_at:
+                        raise RuntimeError("CUDA error: device not ready (simulated: the event has not completed)")
+                return end.done_at - self.done_at
+
+        return Event()
+
+
+def test_benchmark_with_cuda_events_waits_for_the_end_event_before_reading_it(monkeypatch):
+    """CUDA-event timing, run on a simulated device so that CPU-only CI checks it: each repeat records a start
+    event, calls fn, records an end event and waits for it before reading the elapsed time."""
+    sim = FakeCudaDevice()
+    monkeypatch.setattr(torch.cuda, "Event", sim.Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", sim.synchronize)
+    works = iter([50.0, 50.0, 6.0, 2.0, 9.0])  # two slow warm-ups, then three timed calls
+    timing = benchmark(lambda: sim.launch(next(works)), warmup=2, repeats=3, device="cuda")
+    assert [e for e in sim.log if e not in ("sync", "wait")] == ["fn", "fn"] + ["record", "fn", "record", "elapsed"] * 3
+    steps = " ".join(sim.log).replace("sync", "wait")  # waiting for the whole device would do as well
+    assert steps.count("record fn record wait elapsed") == 3, f"wait for the end event before reading it: {sim.log}"
+    np.testing.assert_allclose(timing.times_ms, [6.01, 2.01, 9.01], rtol=1e-9)  # the work (and the launch) only
+    assert timing.median_ms == pytest.approx(6.01) and timing.device == "cuda"
+
+
 # ----------------------------------------------------------------------------- peak memory
 
 
@@ -121,6 +184,47 @@ def test_cuda_peak_memory_of_one_known_allocation():
     n = 1024
     peak = peak_memory(lambda: torch.empty(n, n, device="cuda"), device="cuda")
     assert n * n * 4 <= peak < n * n * 4 + 2**20
+
+
+class FakeCudaMemory:
+    """torch.cuda's allocator statistics, simulated: bytes allocated now, and the peak since the last reset."""
+
+    def __init__(self, allocated, peak):
+        self.allocated, self.peak, self.log = allocated, peak, []
+
+    def alloc(self, nbytes):
+        self.allocated += nbytes
+        self.peak = max(self.peak, self.allocated)
+
+    def memory_allocated(self, device=None):
+        return self.allocated
+
+    def max_memory_allocated(self, device=None):
+        self.log.append("read peak")
+        return self.peak
+
+    def reset_peak_memory_stats(self, device=None):
+        self.log.append("reset")
+        self.peak = self.allocated
+
+
+def test_cuda_peak_memory_counts_only_what_the_call_adds(monkeypatch):
+    """On a simulated CUDA allocator holding 10 MiB of earlier tensors, with a 100 MiB peak from earlier work, a
+    call that allocates 3 MiB and 2 MiB then frees the 3 MiB peaks at 5 MiB above where it started."""
+    MiB = 2**20
+    mem = FakeCudaMemory(allocated=10 * MiB, peak=100 * MiB)
+    for name in ("memory_allocated", "max_memory_allocated", "reset_peak_memory_stats"):
+        monkeypatch.setattr(torch.cuda, name, getattr(mem, name))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: mem.log.append("sync"))
+
+    def call():
+        mem.log.append("fn")
+        mem.alloc(3 * MiB)
+        mem.alloc(2 * MiB)
+        mem.alloc(-3 * MiB)
+
+    assert peak_memory(call, device="cuda") == 5 * MiB
+    assert mem.log.index("reset") < mem.log.index("fn") < mem.log.index("read peak")
 
 
 # ----------------------------------------------------------------------------- FLOPs and bytes

@@ -2,6 +2,7 @@
 
 import copy
 import math
+import random
 
 import matplotlib
 
@@ -121,6 +122,55 @@ def test_same_seed_gives_identical_runs_and_another_seed_differs():
         assert h1[key] == h2[key], f"{key} differs between two runs with the same seed"
     assert all(torch.equal(a, b) for a, b in zip(p1, p2))
     assert h1["train_loss"] != h3["train_loss"], "a different seed should give a different run"
+
+
+class PythonRandomModel(LinearRegression):
+    """Draws from Python's ``random`` at every forward pass (as a data augmentation might) and records the draws."""
+
+    def __init__(self):
+        super().__init__()
+        self.draws = []
+
+    def forward(self, X):
+        self.draws.append(random.random())
+        return super().forward(X)
+
+
+def test_seed_seeds_pythons_random_too():
+    """Trainer(seed=s) seeds Python's ``random`` before the first forward pass: the first draw is that of a fresh
+    random.Random(s), and two runs agree whatever the global state was before."""
+    X, Y = _regression_data(n=8)
+    runs = []
+    for before in (1, 2):
+        random.seed(before)  # a different global state before each run
+        model = PythonRandomModel()
+        Trainer(max_epochs=2, seed=123, lr=0.01, progress=False).fit(model, Data(X, Y, batch_size=4))
+        runs.append(model.draws)
+    assert runs[0] == runs[1], "two runs with seed=123 drew different numbers: Python's random was not seeded"
+    fresh = random.Random(123)
+    assert runs[0] == [fresh.random() for _ in range(4)], "the draws are not those of random.Random(123)"
+
+
+def test_fit_trains_in_training_mode_even_if_the_model_was_left_in_eval_mode():
+    """A model handed over in eval mode (after an evaluation, say) must still train with dropout on."""
+
+    class Recorder(LinearRegression):
+        def __init__(self):
+            super().__init__()
+            self.dropout = nn.Dropout(0.5)
+            self.seen = []
+
+        def forward(self, X):
+            self.seen.append((self.training, torch.is_grad_enabled()))
+            return super().forward(self.dropout(X))
+
+    X, Y = _regression_data(n=12)
+    model = Recorder().eval()
+    Trainer(max_epochs=2, lr=0.01, progress=False).fit(model, Data(X, Y, X, Y, batch_size=4))
+    train_calls = [training for training, grad in model.seen if grad]
+    assert len(train_calls) == 6, "three training batches per epoch, two epochs"
+    assert all(train_calls), f"training steps ran with model.training = {train_calls}: dropout was off"
+    assert [training for training, grad in model.seen if not grad] == [False] * 6, "validation runs in eval mode"
 
 
 def test_lazy_model_without_loss_uses_cross_entropy_on_its_initial_outputs():
