@@ -122,6 +122,54 @@ def test_bad_arguments_raise_clear_errors():
         evaluate_bleu(model, data, ("a", "x"))
 
 
+def test_multihead_weights_of_each_sentence_are_its_own_heads():
+    """A Transformer (2 heads) keeps (B * H, 1, T) weights per step; each sentence of a batch of 3 gets the weights
+    it gets when translated alone: all its heads, not rows of other sentences."""
+    from qkv.transformer import make_transformer
+
+    data = FakeData()
+    torch.manual_seed(0)
+    pad = data.tgt_vocab["<pad>"]
+    model = make_transformer(len(data.src_vocab), len(data.tgt_vocab), 8, 16, 2, 2, 0.0, tgt_pad=pad).double()
+    sentences = ["a b c", "d", "b a c d"]
+    together = translate(model, data, sentences)
+    for i, sentence in enumerate(sentences):
+        [(alone, alone_weights)] = translate(model, data, [sentence])  # batch of one: nothing to slice
+        translation, weights = together[i]
+        assert translation == alone and len(weights) == len(alone_weights)
+        for t, (w, ref) in enumerate(zip(weights, alone_weights)):
+            for kind, (got_blocks, ref_blocks) in zip(("self", "cross"), zip(w, ref)):
+                for blk, (got, expected) in enumerate(zip(got_blocks, ref_blocks)):
+                    assert got.shape == expected.shape == (2, 1, expected.shape[-1]), "(H, 1, T) per sentence"
+                    torch.testing.assert_close(
+                        got, expected, msg=f"sentence {i}, step {t}, {kind}-attention of block {blk}: wrong rows"
+                    )
+
+
+class DeviceRecorder(nn.Module):
+    """A stand-in model whose parameter lives on ``device``; predict_step records the device it is given."""
+
+    def __init__(self, device):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(1, device=device))
+        self.devices = []
+
+    def predict_step(self, batch, device, num_steps, save_attention_weights=False):
+        self.devices.append(torch.device(device))
+        return torch.zeros(len(batch[0]), num_steps, dtype=torch.long), []
+
+
+def test_decoding_runs_on_the_models_device_by_default():
+    """device=None means the device of the model's parameters. The 'meta' device stands in for a GPU here: a
+    parameter can live there without any hardware, and it is neither the CPU nor a default."""
+    data = FakeData()
+    model = DeviceRecorder("meta")
+    translate(model, data, ["a b"])
+    evaluate_bleu(model, data, [("a", "x")])
+    translate(model, data, ["a b"], device="cpu")
+    assert model.devices == [torch.device("meta"), torch.device("meta"), torch.device("cpu")]
+
+
 def test_real_bahdanau_model_on_the_translation_data(data_dir):
     """With MTFraEng and an untrained Bahdanau model, each step's weights are one sentence's row over the source."""
     from qkv.bahdanau import Seq2SeqAttentionDecoder, Seq2SeqEncoder
