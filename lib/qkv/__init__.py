@@ -37,7 +37,8 @@ D2L   topic                            module
 11.6  self-attention, positions        :mod:`qkv.positional`
 11.7  the Transformer                  :mod:`qkv.transformer`
 11.8  the Vision Transformer           :mod:`qkv.vit`
-11.9  large-scale pretraining          :mod:`qkv.pretraining`
+11.9  large-scale pretraining          :mod:`qkv.pretraining`,
+                                       :mod:`qkv.corruption` (BERT, T5 inputs)
 --    data, training, BLEU, timing     :mod:`qkv.data`, :mod:`qkv.training`,
                                        :mod:`qkv.bleu`, :mod:`qkv.timing`,
                                        :mod:`qkv.translate`
