@@ -14,9 +14,10 @@ One source for every piece (DESIGN.md):
 * ``autograder/sections/<module>/<grade_id>.py`` holds the hidden tests of the
   test cell ``grade_id``, as plain Python; an optional ``_common.py`` beside
   them holds reference helpers that several of them share.
-* ``autograder/mutants/<module>/<stub grade_id>/<name>.py`` holds known-wrong
-  answers, each written as a student would write the whole stub cell, with a
-  docstring that names the mistake it models.
+* ``autograder/sections/<module>/mutants.toml`` holds known-wrong answers
+  (mutants), each a small named edit of a solved stub cell with the mistake
+  it models; ``autograder.mutants`` applies them to what ``fill_stubs``
+  returns.
 
 ``fill_stubs`` is the one mechanism that turns a stub cell into a solved cell,
 used for the solutions edition, the tests, and (with nbgrader's markers) the
@@ -55,7 +56,7 @@ def as_section(which: Section | str) -> Section:
 
 
 def load_module(path: Path, name: str | None = None) -> ModuleType:
-    """Import a Python file by path (solutions and mutants are plain files, not an installed package)."""
+    """Import a Python file by path (the solutions are a plain file, not an installed package)."""
     if not path.exists():
         raise AssemblyError(f"missing file {path}")
     name = name or f"_qkv_course_{path.parent.name}_{path.stem}"

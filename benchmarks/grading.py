@@ -1,8 +1,8 @@
 """Grading benchmark: a class of 60 submissions of 11.3, by stock ``nbgrader autograde`` and by our grader.
 
 Builds the nbgrader course of ``attention-scoring-functions`` (D2L 11.3; cached under ``_build/``), makes a
-class in nbgrader's layout (correct answers, the known mistakes of ``autograder/mutants/``, unanswered,
-broken and invalid notebooks), then grades it on this machine, in one run, three ways, each into its own
+class in nbgrader's layout (correct answers, the known mistakes of ``autograder/sections/<module>/mutants.toml``,
+unanswered, broken and invalid notebooks), then grades it on this machine, in one run, three ways, each into its own
 copy of the course:
 
 * stock: ``nbgrader autograde attention-scoring-functions`` (one Jupyter kernel per submission, in turn);

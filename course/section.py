@@ -107,11 +107,6 @@ class Section:
         return self.grading_dir / "mutants.toml"
 
     @property
-    def mutants_dir(self) -> Path:
-        """Known-wrong answers as whole cells, one folder per stub (being replaced by :attr:`mutants`)."""
-        return self.root / "autograder" / "mutants" / self.module
-
-    @property
     def rubric(self) -> Path:
         """Model answers and rubrics of the written questions."""
         return self.grading_dir / "rubric.toml"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import assemble
+from autograder import assemble, mutants
 from course import notebooks as nbs
 from course.section import section
 
@@ -58,7 +58,7 @@ def test_the_measured_exponent_grade_is_the_same_every_time():
     )
     passed = _grade_repeatedly(solution)
     assert passed == [None] * GRADINGS, f"the solution failed some gradings: {passed}"
-    linear = (SECTION.mutants_dir / "measured_exponent" / "single_query.py").read_text()
+    linear = mutants.mutated_cell(SECTION, "measured_exponent", "single_query")
     failed = _grade_repeatedly(linear)
     assert all(f is not None for f in failed), f"the linear-time sweep passed some gradings: {failed}"
     assert all("exponent" in f for f in failed), f"it should fail on its exponent, every time: {failed}"

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from autograder import assemble
+from autograder import assemble, mutants
 from course import notebooks as nbs
 from course.section import sections
 
@@ -78,14 +78,17 @@ def test_solutions_hidden_tests_and_mutants_match_the_stubs(section):
     answers = assemble.solutions_module(section)
     stubs = {nbs.grade_id(c): c for c in nb.cells if nbs.role(c) == "stub"}
     tests = {nbs.grade_id(c) for c in nb.cells if nbs.role(c) == "test"}
-    for grade, cell in stubs.items():
-        solved = assemble.fill_stubs(cell.source, grade, answers, markers=False)
-        assert "NotImplementedError" not in solved
-        compile(solved, grade, "exec")
+    solved = {grade: assemble.fill_stubs(cell.source, grade, answers, markers=False) for grade, cell in stubs.items()}
+    for grade, text in solved.items():
+        assert "NotImplementedError" not in text
+        compile(text, grade, "exec")
     hidden = set(section.hidden_tests())
     assert hidden == tests, f"hidden tests without a test cell: {hidden - tests}; test cells without: {tests - hidden}"
-    mutants = {p.name for p in section.mutants_dir.iterdir() if p.is_dir()}
-    assert mutants == set(stubs), f"mutant folders {mutants} should be one per stub {set(stubs)}"
+    known = mutants.load(section)  # rejects a grade_id that is not a stub
+    keyed = {m.grade_id for m in known}
+    assert keyed == set(stubs), f"{section.mutants} has no [[...]] entry for the stubs {sorted(set(stubs) - keyed)}"
+    for mutant in known:
+        assert mutant.apply(solved[mutant.grade_id]) != solved[mutant.grade_id]  # each edit still fits the solution
 
 
 #: Characters of code the book's column shows before a line scrolls sideways: 84 in a 1280-px-wide window

@@ -1,11 +1,12 @@
 """For every graded stub of every section: the solution passes the visible and hidden tests,
-the untouched stub fails them, and every known-wrong answer (mutant) fails the hidden tests."""
+the untouched stub fails them, and every known-wrong answer (mutant, ``autograder/mutants.py``: a named edit of the
+solved cell in ``autograder/sections/<module>/mutants.toml``) fails the hidden tests."""
 
 from __future__ import annotations
 
 import pytest
 
-from autograder import assemble
+from autograder import mutants
 from course import notebooks as nbs
 from course.section import section, sections
 from tests.support.inprocess import run_section
@@ -19,9 +20,9 @@ def _stubs():
 
 
 def _mutants():
-    for slug, grade in _stubs():
-        for path in sorted((section(slug).mutants_dir / grade).glob("*.py")):
-            yield pytest.param(slug, grade, path, id=f"{slug}:{grade}:{path.stem}")
+    for sec in sections():
+        for mutant in mutants.load(sec):
+            yield pytest.param(sec.slug, mutant, id=f"{sec.slug}:{mutant.grade_id}:{mutant.name}")
 
 
 STUBS = [pytest.param(slug, grade, id=f"{slug}:{grade}") for slug, grade in _stubs()]
@@ -49,16 +50,17 @@ def test_untouched_stub_fails_its_tests(slug, grade):
 
 @pytest.mark.parametrize("slug,grade", STUBS)
 def test_every_stub_has_at_least_two_mutants(slug, grade):
-    folder = section(slug).mutants_dir / grade
-    found = sorted(p.name for p in folder.glob("*.py"))
-    assert len(found) >= 2, f"{folder} should hold at least two known-wrong answers, found {found}"
+    found = [m.name for m in mutants.by_stub(slug)[grade]]
+    assert len(found) >= 2, f"{section(slug).mutants} should hold at least two mutants [[{grade}]], found {found}"
 
 
-@pytest.mark.parametrize("slug,grade,path", list(_mutants()))
-def test_mutant_fails_hidden_tests(slug, grade, path):
-    mutant = assemble.load_module(path)
-    assert (mutant.__doc__ or "").strip(), f"{path} should say in its docstring which mistake it models"
-    run = run_section(slug, answers={grade: path.read_text()}, until=f"test_{grade}")
-    outcome = run.tests[f"test_{grade}"]
+@pytest.mark.parametrize("slug,mutant", list(_mutants()))
+def test_mutant_fails_hidden_tests(slug, mutant):
+    assert mutant.mistake.strip(), f"{mutant.label} should say which mistake it models"
+    solved = mutants.solved_cell(slug, mutant.grade_id)
+    cell = mutant.apply(solved)  # every edit applies once; the result compiles and is not the solution
+    assert cell != solved
+    run = run_section(slug, answers={mutant.grade_id: cell}, until=f"test_{mutant.grade_id}")
+    outcome = run.tests[f"test_{mutant.grade_id}"]
     assert outcome.hidden_ran
-    assert not outcome.hidden_passed, f"the mutant {path.name} ({mutant.__doc__.strip()}) passes the hidden tests"
+    assert not outcome.hidden_passed, f"{mutant.label} ({mutant.mistake}) passes the hidden tests"

@@ -30,6 +30,7 @@ from pathlib import Path
 import nbformat
 
 from autograder import assemble
+from autograder import mutants as known_mutants
 from course import notebooks as nbs
 from course.section import section
 from course.section import sections as all_sections
@@ -118,14 +119,14 @@ def with_answer(nb, grade_id: str, source: str) -> nbformat.NotebookNode:
 
 
 def mutant_source(slug: str, grade_id: str, name: str) -> str:
-    """The known-wrong answer ``autograder/mutants/<module>/<grade_id>/<name>.py``, as a whole stub cell."""
-    return (section(slug).mutants_dir / grade_id / f"{name}.py").read_text(encoding="utf-8")
+    """The known-wrong answer ``name`` of stub ``grade_id`` (``autograder/sections/<module>/mutants.toml``), as the
+    whole stub cell a student with that mistake hands in."""
+    return known_mutants.mutated_cell(slug, grade_id, name)
 
 
 def mutants(slug: str) -> dict[str, list[str]]:
-    """Every mutant of a section: stub grade_id -> mutant names."""
-    root = section(slug).mutants_dir
-    return {d.name: sorted(p.stem for p in d.glob("*.py")) for d in sorted(root.iterdir()) if d.is_dir()}
+    """Every mutant of a section: stub grade_id -> mutant names, both sorted (a stable order for the benchmark)."""
+    return {gid: sorted(m.name for m in group) for gid, group in sorted(known_mutants.by_stub(slug).items())}
 
 
 @dataclasses.dataclass(frozen=True)
