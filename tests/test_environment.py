@@ -1,15 +1,15 @@
 """The pinned environment: constraints.txt (pip, used by make) and environment.yml (conda, Binder) agree."""
 
+import json
 import re
 import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
-from pip._internal.network.session import PipSession
-from pip._internal.req.req_file import parse_requirements
 
 from publish.envfile import pins, render
 
@@ -26,6 +26,24 @@ def test_environment_yml_is_what_the_generator_writes():
     assert f"python={makefile_python}" in env["dependencies"], "environment.yml and make must use the same Python"
 
 
+# pip's own parser of requirements files, run in a child process: importing pip's internals here would import the
+# standard library's distutils into the test process, which setuptools (imported later, e.g. by nbgrader) rejects.
+_PIP_READS = """
+import json, sys
+from pip._internal.network.session import PipSession
+from pip._internal.req.req_file import parse_requirements
+lines = parse_requirements(sys.argv[1], session=PipSession())
+print(json.dumps([[r.requirement, r.constraint, r.is_editable] for r in lines]))
+"""
+
+
+def _pip_reads(requirements: Path) -> list[tuple[str, bool, bool]]:
+    """``(requirement, is a constraint, is editable)`` of every line pip reads from ``requirements`` (nested too)."""
+    result = subprocess.run([sys.executable, "-c", _PIP_READS, str(requirements)], capture_output=True, text=True)
+    assert result.returncode == 0, f"pip could not read {requirements.name}: {result.stderr}"
+    return [tuple(line) for line in json.loads(result.stdout)]
+
+
 def test_pip_reads_every_pin_of_constraints_txt_from_environment_yml(tmp_path):
     """conda hands the pip: lines to pip as a requirements file written beside environment.yml (its folder is also
     pip's working directory); pip must then see constraints.txt's pins, and the course installed editable."""
@@ -37,10 +55,10 @@ def test_pip_reads_every_pin_of_constraints_txt_from_environment_yml(tmp_path):
     shutil.copy(ROOT / "constraints.txt", folder)
     requirements = folder / "condaenv.test.requirements.txt"
     requirements.write_text("\n".join(pip_lines))
-    parsed = list(parse_requirements(str(requirements), session=PipSession()))
-    constrained = pins("\n".join(r.requirement for r in parsed if r.constraint))
+    parsed = _pip_reads(requirements)
+    constrained = pins("\n".join(req for req, constraint, _ in parsed if constraint))
     assert constrained == pins(CONSTRAINTS), "environment.yml must install exactly constraints.txt's versions"
-    installs = [(r.requirement, r.is_editable) for r in parsed if not r.constraint]
+    installs = [(req, editable) for req, constraint, editable in parsed if not constraint]
     assert installs == [(".[dev]", True)], f"environment.yml should install the course editable with [dev]: {installs}"
     # Nothing else pins a version: constraints.txt is the one list of versions.
     assert not [line for line in pip_lines if "==" in line], "pin versions in constraints.txt, not in environment.yml"
