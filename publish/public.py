@@ -191,6 +191,27 @@ def readme_values() -> dict[str, str]:
     }
 
 
+def uncommitted(root: Path = ROOT, allow=ALLOW) -> list[str]:
+    """Allowlisted files that differ from the last commit (changed, new or deleted): the public tree is a snapshot
+    of the working tree, and a published one should match a commit of this repository."""
+    status = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(root),
+            "status",
+            "--porcelain",
+            "-z",
+            "--untracked-files=all",
+            "--",
+            *(entry.rstrip("/") for entry in allow),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    return sorted({entry[3:] for entry in status.stdout.split("\0") if len(entry) > 3 and entry[2] == " "})
+
+
 def config_warnings(config: dict | None = None) -> list[str]:
     """Addresses in ``_config.yml`` that still look like placeholders (README, "Publishing")."""
     config = config or _config()
@@ -293,6 +314,12 @@ def main(argv=None) -> None:
     print(f"[public] {len(files)} files ({size / 1e6:.1f} MB) in {out}")
     for warning in config_warnings():
         print(f"[public] warning: {warning}")
+    changed = uncommitted()
+    if changed:
+        print(
+            f"[public] note: {len(changed)} file(s) differ from the last commit ({', '.join(changed[:5])}"
+            f"{', ...' if len(changed) > 5 else ''}): commit them before publishing"
+        )
     url, _, colab_branch = colab.repository()
     print(
         f"[public] push it as {url} (README.md, Publishing), and its notebooks/ folder as the branch {colab_branch!r}"

@@ -437,3 +437,15 @@ def test_placeholder_addresses_in_the_configuration_are_reported():
     assert len(warnings) == 1 and "launch_buttons.jupyterhub_url" in warnings[0]
     config["launch_buttons"]["jupyterhub_url"] = "https://hub.university.edu"
     assert public.config_warnings(config) == []
+
+
+def test_allowlisted_files_that_differ_from_the_last_commit_are_reported(tmp_path):
+    repo = _repo_with_links(tmp_path)
+    assert public.uncommitted(repo) == ["book/page.md", "lib/qkv/__init__.py"]  # new; solutions/ is not public
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
+    assert public.uncommitted(repo) == []
+    (repo / "book" / "page.md").write_text("edited")
+    (repo / "solutions" / "answers.py").write_text("edited")
+    assert public.uncommitted(repo) == ["book/page.md"]
