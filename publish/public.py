@@ -6,9 +6,9 @@ home) and the Colab notebooks' install cell (``pip install qkv @ git+...``). Thi
 answers (``solutions/``), the hidden tests, the mutants and the model answers (``autograder/``), so it must stay
 private, and the public repository is written from it by this module: ``DIR`` (default ``_build/public``) receives
 
-* the files of :data:`ALLOW`, and nothing else: an **allowlist**, path by path, so that a new file is private until
-  someone adds it here. A folder entry (``book/``) takes every file under it that git tracks, or that is new and
-  not ignored (``git ls-files``); caches and build output never travel;
+* the files of :data:`ALLOW`, and nothing else: an **allowlist**, so that a new file outside its folders stays
+  private until someone adds it here. A folder entry (``book/``) takes every file under it that git tracks, or that
+  is new and not ignored (``git ls-files``); caches and build output never travel;
 * :data:`GENERATED` files: a README for readers and students and a Makefile whose ``make book`` builds the student
   edition (templates in ``publish/public/``), the Colab notebooks (``make notebooks``) under ``notebooks/``, and
   the marker file that lets the next run replace the folder.
