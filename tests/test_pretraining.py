@@ -1,4 +1,5 @@
-"""Tests of qkv.pretraining (D2L 11.9): attention masks and the decoder-only language model."""
+"""Tests of qkv.pretraining (D2L 11.9): attention masks against loops, the decoder-only language model against the
+same network built from PyTorch's own layers, padding, prefixes, generation and a small training run."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch import nn
 
 from qkv.attention import masked_softmax
 from qkv.multihead import MultiHeadAttention
@@ -147,6 +149,153 @@ def test_forward_shape_and_tied_weights():
     assert n_untied - n_tied == 11 * 16
 
 
+# ---------------------------------------------------------------- the decoder-only LM against PyTorch's own layers
+
+
+@torch.no_grad()
+def scramble(model: DecoderOnlyLM) -> DecoderOnlyLM:
+    """Weights far from GPT-2's small init and LayerNorms far from the identity, so that every part of the
+    computation (positions, residuals, norms, GELU's negative side, biases) moves the logits visibly."""
+    for name, p in model.named_parameters():
+        if (".ln" in name or name.startswith("ln_f")) and name.endswith("weight"):
+            p.uniform_(0.5, 1.5)
+        elif ".ln" in name or name.startswith("ln_f"):
+            p.uniform_(-0.5, 0.5)
+        else:
+            p.normal_(0.0, 0.4)
+    return model
+
+
+@torch.no_grad()
+def reference_gpt(model: DecoderOnlyLM) -> nn.ModuleDict:
+    """The same network assembled from PyTorch built-ins, holding copies of ``model``'s weights.
+
+    A pre-norm ``nn.TransformerEncoderLayer`` with GELU computes ``X + attn(LN1(X))`` then ``X + FFN(LN2(X))``,
+    as a GPT block does; ``in_proj_weight`` (3N, N) stacks W_q, W_k, W_v, and torch splits heads the same way.
+    """
+    c = model.config
+    ref = nn.ModuleDict(
+        {
+            "tokens": nn.Embedding.from_pretrained(model.token_embedding.weight.clone()),  # (V, N)
+            "positions": nn.Embedding.from_pretrained(model.pos_embedding.weight.clone()),  # (max_len, N)
+            "ln_f": nn.LayerNorm(c.num_hiddens),
+            "head": nn.Linear(c.num_hiddens, c.vocab_size, bias=False),
+            "layers": nn.ModuleList(),
+        }
+    )
+    ref.ln_f.load_state_dict(model.ln_f.state_dict())
+    ref.head.weight.copy_(model.head.weight)  # (V, N): the token embedding itself when the weights are tied
+    for blk in model.blks:
+        layer = nn.TransformerEncoderLayer(
+            c.num_hiddens, c.num_heads, c.ffn_num_hiddens, 0.0, "gelu", batch_first=True, norm_first=True
+        )
+        att, zeros = blk.attention, torch.zeros(c.num_hiddens)
+        layer.self_attn.in_proj_weight.copy_(torch.cat([att.W_q.weight, att.W_k.weight, att.W_v.weight]))  # (3N, N)
+        biases = [W.bias if W.bias is not None else zeros for W in (att.W_q, att.W_k, att.W_v)]
+        layer.self_attn.in_proj_bias.copy_(torch.cat(biases))  # (3N,)
+        layer.self_attn.out_proj.weight.copy_(att.W_o.weight)
+        layer.self_attn.out_proj.bias.copy_(att.W_o.bias if att.W_o.bias is not None else zeros)
+        layer.linear1.load_state_dict(blk.ffn[0].state_dict())
+        layer.linear2.load_state_dict(blk.ffn[2].state_dict())
+        layer.norm1.load_state_dict(blk.ln1.state_dict())
+        layer.norm2.load_state_dict(blk.ln2.state_dict())
+        ref.layers.append(layer)
+    return ref.double().train()  # dropout is 0; train mode keeps PyTorch off its fused inference path
+
+
+def reference_logits(ref: nn.ModuleDict, X: torch.Tensor, valid_lens=None, prefix_len=None) -> torch.Tensor:
+    """Logits (B, T, V) of :func:`reference_gpt`; the masks are built here, in torch's convention (True = blocked)."""
+    B, T = X.shape
+    i, j = torch.arange(T)[:, None], torch.arange(T)[None, :]  # queries (T, 1), keys (1, T)
+    blocked = j > i  # (T, T): the future
+    if prefix_len is not None:
+        prefix = torch.as_tensor(prefix_len).reshape(-1, 1, 1)  # (1 or B, 1, 1)
+        blocked = blocked & (j >= prefix)  # (1 or B, T, T): the prefix is visible from everywhere
+        num_heads = ref.layers[0].self_attn.num_heads
+        blocked = blocked.expand(B, T, T).repeat_interleave(num_heads, dim=0)  # (B * H, T, T), torch's layout
+    padding = None if valid_lens is None else j >= torch.as_tensor(valid_lens)[:, None]  # (B, T)
+    H = ref.tokens(X) + ref.positions(torch.arange(T))  # (B, T, N) + (T, N)
+    for layer in ref.layers:
+        H = layer(H, src_mask=blocked, src_key_padding_mask=padding)  # (B, T, N)
+    return ref.head(ref.ln_f(H))  # (B, T, N) -> (B, T, V)
+
+
+gpt_shapes = st.fixed_dictionaries(
+    {
+        "B": st.integers(1, 3),
+        "T": st.integers(1, 9),
+        "num_heads": st.sampled_from([1, 2, 4]),
+        "head_size": st.integers(2, 5),
+        "num_blks": st.integers(1, 2),
+        "ffn_num_hiddens": st.integers(3, 20),
+        "use_bias": st.booleans(),
+        "tie_weights": st.booleans(),
+        "padded": st.booleans(),
+    }
+)
+
+
+@settings(max_examples=20, deadline=None)
+@given(gpt_shapes, st.data())
+def test_lm_matches_pytorch_reference(shape, data):
+    """Logits equal those of the same network built from nn.TransformerEncoderLayer (pre-norm, GELU), with
+    the causal mask and, when padded, a key-padding mask: at every position, padded queries included."""
+    torch.manual_seed(data.draw(st.integers(0, 2**16), label="seed"))
+    B, T, H = shape["B"], shape["T"], shape["num_heads"]
+    model = tiny_lm(
+        vocab_size=13,
+        num_hiddens=H * shape["head_size"],
+        num_heads=H,
+        num_blks=shape["num_blks"],
+        ffn_num_hiddens=shape["ffn_num_hiddens"],
+        use_bias=shape["use_bias"],
+        tie_weights=shape["tie_weights"],
+        max_len=10,
+    )
+    model = scramble(model).double().eval()
+    ref = reference_gpt(model)
+    X = torch.randint(0, 13, (B, T))
+    lens = torch.tensor(data.draw(st.lists(st.integers(1, T), min_size=B, max_size=B))) if shape["padded"] else None
+    with torch.no_grad():
+        got = model(X, lens)
+    torch.testing.assert_close(got, reference_logits(ref, X, lens), atol=1e-9, rtol=1e-9)
+
+
+@pytest.mark.parametrize("prefix_len", [3, torch.tensor([0, 5, 2])], ids=["shared", "per-example"])
+@pytest.mark.parametrize("padded", [False, True])
+def test_prefix_lm_matches_pytorch_reference(prefix_len, padded):
+    """The prefix-LM mask gives the logits of the reference with the same mask, padding or not."""
+    torch.manual_seed(1)
+    model = scramble(tiny_lm(use_bias=True)).double().eval()
+    X = torch.randint(0, 11, (3, 7))
+    lens = torch.tensor([7, 4, 2]) if padded else None
+    with torch.no_grad():
+        got = model(X, lens, prefix_len=prefix_len)
+    torch.testing.assert_close(got, reference_logits(reference_gpt(model), X, lens, prefix_len), atol=1e-9, rtol=1e-9)
+
+
+def test_padding_tokens_are_invisible():
+    """A token past valid_lens changes no other position's logits, padded positions included; with a prefix
+    that covers the padding, the valid positions see the prefix but not the padding."""
+    torch.manual_seed(0)
+    model = scramble(tiny_lm()).eval()
+    X = torch.randint(0, 11, (2, 8))
+    lens = torch.tensor([4, 6])
+    Z = X.clone()
+    Z[0, 4], Z[1, 6] = (Z[0, 4] + 3) % 11, (Z[1, 6] + 5) % 11  # the first padding token of each example
+    with torch.no_grad():
+        base, changed = model(X, lens), model(Z, lens)
+        others = torch.ones(2, 8, dtype=torch.bool)
+        others[0, 4] = others[1, 6] = False
+        torch.testing.assert_close(changed[others], base[others], atol=1e-6, rtol=0)
+        assert (changed[~others] - base[~others]).abs().amax(-1).min() > 1e-3, "a position depends on its own token"
+        # Prefix 8 = T: bidirectional, so without the lengths every position would see the padding.
+        Z[0, 7], Z[1, 7] = (Z[0, 7] + 1) % 11, (Z[1, 7] + 2) % 11
+        torch.testing.assert_close(model(Z, lens, prefix_len=8)[0, :4], model(X, lens, prefix_len=8)[0, :4])
+        torch.testing.assert_close(model(Z, lens, prefix_len=8)[1, :6], model(X, lens, prefix_len=8)[1, :6])
+        assert (model(Z, prefix_len=8)[:, :4] - model(X, prefix_len=8)[:, :4]).abs().max() > 1e-3
+
+
 def test_logits_are_causal():
     """Changing tokens t+1.. never changes the logits at positions <= t, and does change position t+1."""
     torch.manual_seed(0)
@@ -177,17 +326,6 @@ def test_prefix_lm_sees_the_whole_prefix():
     # per-example prefixes: example 0 has prefix 4, example 1 is plain causal
     per_example = model(Z, prefix_len=torch.tensor([4, 0])) - model(X, prefix_len=torch.tensor([4, 0]))
     assert per_example[0, :3].abs().max() > 1e-4 and per_example[1, :3].abs().max() < 1e-6
-
-
-def test_padding_keys_are_ignored():
-    """Tokens past valid_lens do not affect any position's logits."""
-    torch.manual_seed(0)
-    model = tiny_lm().eval()
-    X = torch.randint(0, 11, (2, 6))
-    Z = X.clone()
-    Z[0, 4:] = (Z[0, 4:] + 3) % 11
-    lens = torch.tensor([4, 6])
-    torch.testing.assert_close(model(Z, lens)[0, :4], model(X, lens)[0, :4], atol=1e-6, rtol=0)
 
 
 def test_loss_and_optimizer():
@@ -305,5 +443,13 @@ def test_lm_learns_a_context_dependent_sequence():
         per_token = model.loss(model(windows[:, :-1]), windows[:, 1:], averaged=False)  # (num_windows, T)
     # From position 3 on, the context always determines the next token.
     assert per_token[:, 3:].mean() < 0.05
+    # At position 0 a window starting with "1" cannot know whether 2, 4 or 7 comes next: a causal model's mean
+    # loss there is at least the entropy of those continuations (a model that peeks ahead gets below it), and a
+    # model that learnt the stream's statistics gets close to it.
+    after_one = windows[windows[:, 0] == 1, 1]
+    p = torch.bincount(after_one).float() / len(after_one)
+    entropy = -(p[p > 0] * p[p > 0].log()).sum()
+    loss_after_one = per_token[windows[:, 0] == 1, 0].mean()
+    assert entropy - 1e-4 <= loss_after_one < entropy + 0.15, (loss_after_one, entropy)
     continued = model.generate(stream[:5], 22, temperature=0)
     assert torch.equal(continued, stream[:27])
