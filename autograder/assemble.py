@@ -128,6 +128,69 @@ def _resolve(module: ModuleType, qualname: str):
     return obj
 
 
+def _bound_names(tree: ast.AST) -> set[str]:
+    """Names a piece of code binds itself: assignments, loop and ``with`` targets, imports, nested definitions."""
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            bound.add(node.id)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return bound
+
+
+def component_body(obj, answers: ModuleType) -> str:
+    """The body that answers a stub: ``obj``'s, as :func:`function_body` reads it.
+
+    Where ``obj`` is a ``qkv`` component that the solutions module imports (the answer *is* the reference), its
+    body was written against its own module's names, which the notebook does not have: ``masked_softmax`` in
+    ``qkv.attention`` is, in the 11.3 notebook, the student's own Exercise 1. Every name the body reads from its
+    module (a function, class or constant defined there) is therefore qualified with the name under which the
+    solutions module, like the notebook, imports that module (``ref.masked_softmax`` where the notebook has
+    ``from qkv import attention as ref``). Imported names (``torch``, ``math``, ``nn``) stay as they are: the
+    notebook imports them under the same names, and the tests run every solved notebook.
+    """
+    body = function_body(obj)
+    home = sys.modules.get(getattr(obj, "__module__", None) or "")
+    if home is None or home is answers:
+        return body
+    tree = ast.parse(body)
+    local = _bound_names(tree) | set(inspect.signature(obj).parameters)
+    own = vars(home)
+
+    def defined_in_home(name: str) -> bool:
+        value = own[name]
+        return not isinstance(value, ModuleType) and getattr(value, "__module__", home.__name__) == home.__name__
+
+    reads = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in local and n.id in own
+    ]
+    reads = [n for n in reads if defined_in_home(n.id)]
+    if not reads:
+        return body
+    aliases = sorted(name for name, value in vars(answers).items() if value is home)
+    if not aliases:
+        names = ", ".join(sorted({n.id for n in reads}))
+        raise AssemblyError(
+            f"{answers.__file__} answers a stub with {home.__name__}.{obj.__qualname__}, whose body uses {names} "
+            f"from {home.__name__}: import that module under the notebook's name for it "
+            f"(e.g. 'from {home.__name__.rpartition('.')[0]} import {home.__name__.rpartition('.')[2]} as ref')"
+        )
+    lines = body.splitlines()
+    for node in sorted(reads, key=lambda n: (n.lineno, n.col_offset), reverse=True):
+        line = lines[node.lineno - 1]
+        lines[node.lineno - 1] = f"{line[: node.col_offset]}{aliases[0]}.{node.id}{line[node.end_col_offset :]}"
+    return "\n".join(lines)
+
+
 def fill_stubs(source: str, grade: str, answers: ModuleType, markers: bool) -> str:
     """Fill every stub region of a stub cell's ``source`` from the ``answers`` module.
 
@@ -151,7 +214,7 @@ def fill_stubs(source: str, grade: str, answers: ModuleType, markers: bool) -> s
                 )
             body = textwrap.dedent(cells[grade]).strip("\n")
         else:
-            body = function_body(_resolve(answers, qualname))
+            body = component_body(_resolve(answers, qualname), answers)
         text = textwrap.indent(body, indent, lambda line: True)
         if markers:
             text = f"{indent}{BEGIN_SOLUTION}\n{text}\n{indent}{END_SOLUTION}"

@@ -3,6 +3,12 @@
 The bodies below are pasted into the notebook by the assembler, so they use only the notebook's names:
 ``torch``, ``nn``, ``math`` and ``ref`` (the course's ``qkv.attention``). The graded classes mask with
 ``ref.masked_softmax``, as their stubs ask, so that they do not depend on the student's Exercise 1.
+
+``DotProductAttention`` is ``qkv``'s own: the stub has its signature, and the assembler qualifies the names its
+body takes from ``qkv.attention`` (``masked_softmax`` becomes ``ref.masked_softmax``). The others are written out:
+``AdditiveAttention``'s stub asks for lazy layers only, where ``qkv``'s also takes the input sizes;
+``DistanceAttention`` and ``ProjectedDotProductAttention`` are exercises beyond D2L with no ``qkv`` counterpart;
+and ``masked_softmax`` keeps to the stub's contract (lengths only), where ``qkv``'s also takes boolean masks.
 """
 
 import math
@@ -11,6 +17,15 @@ import torch
 from torch import nn
 
 from qkv import attention as ref
+from qkv.attention import DotProductAttention
+
+__all__ = [
+    "masked_softmax",
+    "DotProductAttention",
+    "AdditiveAttention",
+    "DistanceAttention",
+    "ProjectedDotProductAttention",
+]
 
 
 def masked_softmax(X, valid_lens):
@@ -22,18 +37,6 @@ def masked_softmax(X, valid_lens):
     keep = torch.arange(K, device=X.device) < valid_lens[:, :, None]  # (K,) < (B, Q, 1) -> (B, Q, K)
     # masked_fill returns a new tensor (the caller's scores stay as they were), and exp(-1e6 - max) is exactly 0.
     return torch.softmax(X.masked_fill(~keep, -1e6), dim=-1)  # (B, Q, K)
-
-
-class DotProductAttention(nn.Module):
-    def __init__(self, dropout):
-        super().__init__()
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, queries, keys, values, valid_lens=None):
-        d = queries.shape[-1]
-        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)  # (B, Q, d) @ (B, d, K) -> (B, Q, K)
-        self.attention_weights = ref.masked_softmax(scores, valid_lens)  # (B, Q, K)
-        return torch.bmm(self.dropout(self.attention_weights), values)  # (B, Q, K) @ (B, K, v) -> (B, Q, v)
 
 
 class AdditiveAttention(nn.Module):

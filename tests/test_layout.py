@@ -104,3 +104,70 @@ def test_bad_grading_limits_are_refused_with_the_reason(block, message):
 def test_good_grading_limits_are_read():
     assert grading_limits({"grading": {"deadline_s": 300, "memory_gib": 4.5}}) == {"deadline_s": 300, "memory_gib": 4.5}
     assert grading_limits({}) == {}
+
+
+def _stub_answers():
+    """(section, qualname, stub's def node, answer object) for every stub region answered by a function."""
+    import ast
+
+    from autograder import assemble
+    from course import notebooks as nbs
+
+    for sec in sections():
+        answers = assemble.solutions_module(sec)
+        for cell in sec.read().cells:
+            if nbs.role(cell) != "stub":
+                continue
+            tree = ast.parse(cell.source)
+            for match in nbs.stub_regions(cell.source):
+                lineno = cell.source.count("\n", 0, match.start()) + 1
+                qualname = assemble._enclosing_function(tree, lineno)
+                if qualname is None:
+                    continue
+                node = next(
+                    n
+                    for n in ast.walk(tree)
+                    if isinstance(n, ast.FunctionDef)
+                    and n.lineno <= lineno <= n.end_lineno
+                    and n.name == qualname.rpartition(".")[2]
+                )
+                yield sec, qualname, node, assemble._resolve(answers, qualname), answers
+
+
+def _signature_of_def(node) -> list[tuple[str, str, str | None]]:
+    import ast
+
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = [None] * (len(positional) - len(args.defaults)) + [ast.unparse(d) for d in args.defaults]
+    out = [("positional", a.arg, d) for a, d in zip(positional, defaults, strict=True)]
+    out += [
+        ("keyword", a.arg, None if d is None else ast.unparse(d))
+        for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    ]
+    return out
+
+
+def _signature_of_object(obj) -> list[tuple[str, str, str | None]]:
+    import inspect
+
+    out = []
+    for p in inspect.signature(obj).parameters.values():
+        kind = "keyword" if p.kind is p.KEYWORD_ONLY else "positional"
+        out.append((kind, p.name, None if p.default is p.empty else repr(p.default)))
+    return out
+
+
+def test_stubs_answered_by_a_qkv_component_have_its_signature():
+    """Where ``solutions/`` names a ``qkv`` component instead of writing the answer out, the stub the student fills
+    must have exactly that component's signature (names, kinds, defaults), or the pasted body would not fit it."""
+    named = 0
+    for sec, qualname, node, obj, answers in _stub_answers():
+        if getattr(obj, "__module__", None) == answers.__name__:
+            continue
+        named += 1
+        stub, ref = _signature_of_def(node), _signature_of_object(obj)
+        if "." in qualname:  # a method: inspect on the class's function still lists self
+            assert stub[:1] == ref[:1] == [("positional", "self", None)]
+        assert stub == ref, f"{sec.slug}: the stub {qualname} has {stub}, but {obj.__module__}.{qualname} has {ref}"
+    assert named, "no stub is answered by a qkv component: this check would not be checking anything"
