@@ -1,6 +1,6 @@
 """The assembler: book + solutions + hidden tests -> nbgrader source notebooks.
 
-One source for every piece (DESIGN.md):
+One source for every piece (docs/design.md):
 
 * ``book/<slug>.md`` holds the student text, with stubs written exactly as
   nbgrader writes them (``# YOUR CODE HERE`` then ``raise NotImplementedError()``).

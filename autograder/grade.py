@@ -12,7 +12,7 @@ zero with a reason (``STATUSES``). Nothing a submission holds can stop the batch
   the hidden tests back from the gradebook); only the sources of the submission's
   answer cells (nbgrader ``solution`` cells, matched by grade_id and cell type) are
   taken. Edited locked cells and forged metadata are ignored (the course's own
-  cells run) and reported, and the notebook scores zero, as DESIGN.md says;
+  cells run) and reported, and the notebook scores zero, as docs/design.md says;
   ``--tampered keep`` gives it its answers' score instead.
 * Student code runs in a bubblewrap sandbox (:mod:`autograder.sandbox`), in
   parallel (``--jobs``), with a progress bar.
@@ -520,7 +520,7 @@ def grade(
     command line fixes those given explicitly).
 
     ``tampered``: what a notebook whose locked cells or grading metadata were edited gets. ``"zero"`` (as
-    DESIGN.md says), or ``"keep"``: the score of its answers, which ran with the course's own cells anyway
+    docs/design.md says), or ``"keep"``: the score of its answers, which ran with the course's own cells anyway
     (kinder to an accidental edit, e.g. on Colab, which does not lock cells). Either way its status is
     ``tampered`` and the reason lists the edits.
     """

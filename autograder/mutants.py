@@ -1,6 +1,6 @@
 """Mutants: known-wrong answers, written as small named edits of the solutions.
 
-Every hidden test must reject the classic mistakes of its exercise (DESIGN.md:
+Every hidden test must reject the classic mistakes of its exercise (docs/design.md:
 "for each a few known-wrong implementations ... that its tests must reject").
 Each mistake is written down once, as an edit of the *solved stub cell*: the
 stub from ``book/`` with its ``# YOUR CODE HERE`` regions filled from

@@ -10,7 +10,7 @@ Student code never runs in the grading process. :class:`Sandbox` starts
   ``/lib*``, bits of ``/etc``, the interpreter's prefix and the venv, the
   repository's ``lib/`` (for ``qkv``) and the data folder; nothing else of the
   repository (no ``_build/`` course, gradebook, ``solutions/``,
-  ``autograder/hidden``) and no submission exists in there;
+  ``autograder/sections``) and no submission exists in there;
 * small private tmpfs mounts for ``/tmp`` (HOME) and ``/dev/shm``, wiped between
   submissions;
 * per-child limits set by the runner: address space, CPU time, file size,

@@ -110,7 +110,7 @@ def test_code_cells_fit_the_books_column(section):
 
 def test_every_section_has_a_glance_figure_and_every_figure_or_widget_module_a_section():
     """``qkv.figures.<module>.glance()`` draws each section's opening figure; ``qkv.figures`` and ``qkv.widgets``
-    hold one module per section (DESIGN.md, "A section is one name in every folder") and nothing else public."""
+    hold one module per section (docs/design.md, "A section is one name in every folder") and nothing else public."""
     import importlib
     import pkgutil
 
