@@ -116,3 +116,104 @@ def test_forbid_reference_restores_even_when_the_block_fails():
         raise RuntimeError("boom")
     assert attention.masked_softmax is original
     assert isinstance(checks.trusted, types.SimpleNamespace)
+
+
+# ---------------------------------------------------------------- short failures
+
+
+def test_a_failed_check_is_a_checkfailed_which_is_an_assertion_error():
+    assert issubclass(checks.CheckFailed, AssertionError)
+    for call in (
+        lambda: checks.check_close(torch.zeros(2), torch.ones(2)),
+        lambda: checks.check_shape(torch.zeros(2), (3,)),
+        lambda: checks.check_scalar(1.0, 2.0),
+        lambda: checks.check_true(False, "false"),
+    ):
+        with pytest.raises(checks.CheckFailed):
+            call()
+
+
+def test_every_line_of_a_message_fits_nbgrader_validates_width_however_long_the_inputs():
+    long_name = "the weights of the attention pooling over every key of the database, " * 3
+    long_hint = "divide the differences by sigma before the kernel, then normalise each row; " * 4
+    cases = [
+        lambda: checks.check_close(torch.zeros(3), torch.ones(3), long_name, hint=long_hint),
+        lambda: checks.check_true(["x" * 300], long_name, hint=long_hint),
+        lambda: checks.check_scalar(1.0, 2.0, long_name, hint="a_very_long_identifier_" * 10),
+        lambda: checks.check_shape(torch.zeros(2), tuple(range(1, 40)), long_name, hint=long_hint),
+    ]
+    for call in cases:
+        with pytest.raises(checks.CheckFailed) as err:
+            call()
+        lines = str(err.value).splitlines()
+        assert max(len(line) for line in lines) <= checks.WIDTH == 83, lines
+        assert "".join(line.strip() for line in lines if "hint" in line or line.startswith("        ")), lines
+    # nothing of the hint is lost in the wrapping
+    with pytest.raises(checks.CheckFailed) as err:
+        checks.check_close(torch.zeros(3), torch.ones(3), "w", hint=long_hint)
+    hint = " ".join(line.strip() for line in str(err.value).split("hint: ", 1)[1].splitlines())
+    assert hint == long_hint.strip()
+
+
+def test_regions_say_where_the_reference_differs_and_pick_that_regions_hint():
+    keep = torch.tensor([[True, True, False], [True, False, False]])
+    expected = torch.tensor([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]])
+    hints = {"masked keys": "fill with -1e6", "valid keys": "check the lengths"}
+    regions = {"masked keys": ~keep, "valid keys": keep}
+    wrong_mask = expected.clone()
+    wrong_mask[1, 2] = 0.3
+    with pytest.raises(checks.CheckFailed) as err:
+        checks.check_close(wrong_mask, expected, "weights", hint=hints, regions=regions)
+    message = str(err.value)
+    assert message.splitlines()[0] == "weights differs from the reference in the masked keys"
+    assert "largest error at (1, 2), in the masked keys; none in the valid keys" in " ".join(message.split())
+    assert "hint: fill with -1e6" in message and "lengths" not in message
+    wrong_valid = expected.clone()
+    wrong_valid[0, 0], wrong_valid[1, 1] = 0.9, 0.01
+    with pytest.raises(checks.CheckFailed) as err:
+        checks.check_close(wrong_valid, expected, "weights", hint=hints, regions=regions)
+    message = str(err.value)
+    assert "in the valid keys" in message.splitlines()[0] and "hint: check the lengths" in message
+    assert "none in the masked keys" not in message  # the masked keys are wrong too
+    checks.check_close(expected, expected, "weights", hint=hints, regions=regions)  # passes silently
+
+
+_IPYTHON = r"""
+import sys, torch
+from IPython.core.interactiveshell import InteractiveShell
+from qkv import checks
+
+shell = InteractiveShell.instance(colors="nocolor")
+shown = []
+shell._showtraceback = lambda etype, value, stb: shown.append((etype.__name__, str(value), stb))
+assert checks.install(shell)
+shell.run_cell("import torch\nfrom qkv import checks")
+shell.run_cell("# Exercise 2 (2 points): write sharp.\ndef sharp(q):\n    # YOUR CODE HERE\n"
+               "    raise NotImplementedError()")
+shell.run_cell("class Att:\n    def forward(self):\n        raise NotImplementedError()")
+shell.run_cell("sharp(1)")
+shell.run_cell("Att().forward()")
+shell.run_cell("checks.check_close(torch.zeros(2), torch.ones(2), 'weights', hint='h')")
+shell.run_cell("torch.ones(2, device='meta').tolist()")
+import json; print(json.dumps(shown))
+"""
+
+
+def test_install_shows_a_failed_check_as_its_message_and_names_an_unwritten_exercise():
+    import json
+    import subprocess
+    import sys
+
+    assert checks.install() is False  # outside IPython: nothing to do
+    out = subprocess.run([sys.executable, "-c", _IPYTHON], capture_output=True, text=True, check=True).stdout
+    stub, method, check, torch_error = json.loads(out.splitlines()[-1])
+    assert stub[0] == "NotImplementedError"
+    assert stub[1] == (
+        "Exercise 2, sharp, is not written yet: replace `raise NotImplementedError()` in its cell with your code."
+    )
+    assert " ".join(stub[2]) == stub[1] and all(len(line) <= checks.WIDTH for line in stub[2])
+    assert method[1].startswith("Att is not written yet")  # no header line: the name alone
+    assert check[0] == "CheckFailed" and check[2] == check[1].splitlines()  # the message, no frames
+    assert check[2][0] == "weights differs from the reference" and not any("checks.py" in s for s in check[2])
+    assert torch_error[0] == "NotImplementedError" and "meta" in torch_error[1]  # torch's own: left alone
+    assert any("Traceback" in line for line in torch_error[2])

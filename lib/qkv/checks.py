@@ -1,8 +1,13 @@
 """Checks used by the notebooks' test cells: readable for students, hard to fool (D2L 11.1-11.9).
 
-Every check fails with an ``AssertionError`` whose message says what was
-checked, what was expected, what came back, and a hint, in the spirit of
-D2L's ``check_shape``. The checks do not trust the objects they are given:
+Every check fails with a :class:`CheckFailed` (a subclass of
+``AssertionError``) whose message says what was checked, what was expected,
+what came back, and a hint, in the spirit of D2L's ``check_shape``; no line
+of a message is wider than :data:`WIDTH`, so ``nbgrader validate`` prints it
+whole. :func:`install`, called by each notebook's setup cell, makes IPython
+show such a failure as its message alone (no frames of this module), and an
+unanswered stub's ``NotImplementedError`` as a sentence naming the exercise.
+The checks do not trust the objects they are given:
 
 * a result must be exactly a ``torch.Tensor`` (not a subclass, not an object
   whose ``==`` always answers True);
@@ -18,16 +23,42 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import linecache
+import re
+import textwrap
 import types
 
 import torch
 
-__all__ = ["trusted", "check_tensor", "check_shape", "check_close", "check_scalar", "check_true", "forbid_reference"]
+__all__ = [
+    "CheckFailed",
+    "WIDTH",
+    "trusted",
+    "install",
+    "check_tensor",
+    "check_shape",
+    "check_close",
+    "check_scalar",
+    "check_true",
+    "forbid_reference",
+]
+
+#: The widest line of a failure message. ``nbgrader validate`` indents each line of an error by 4 spaces
+#: and cuts what passes 87 characters (``Validator.width`` 90, less 3 for "..."): 83 + 4 = 87.
+WIDTH = 83
+
+
+class CheckFailed(AssertionError):
+    """A check of a test cell failed. Its message is the whole report (what, expected, got, hint), so the
+    handler that :func:`install` sets up shows it without a traceback. An ``AssertionError``, so code that
+    catches those (pytest, nbgrader, a student's ``try``) treats it as one."""
+
 
 # Pristine references, captured at import. Functions from torch's C extension
 # cannot be altered, only re-bound; we keep our own bindings.
 _Tensor = torch.Tensor
 _as_tensor = torch.as_tensor
+_broadcast_to = torch.broadcast_to
 _isfinite = torch.isfinite
 _abs, _sub, _all = torch.abs, torch.sub, torch.all
 _tolist = torch.Tensor.tolist
@@ -67,11 +98,37 @@ trusted = types.SimpleNamespace(
 )
 
 
-def _fail(what: str, expected, got, hint: str | None):
-    msg = f"{what}\n  expected: {expected}\n  got:      {got}"
+def _wrap(text, first: str = "", rest: str = "") -> list[str]:
+    """``text`` as lines of at most :data:`WIDTH` characters, the first starting with ``first`` and the others
+    with ``rest``; its own line breaks are kept, and a word too long for a line (a long repr) is cut."""
+    lines = []
+    for part in str(text).splitlines() or [""]:
+        lines += textwrap.wrap(
+            part,
+            WIDTH,
+            initial_indent=first if not lines else rest,
+            subsequent_indent=rest,
+            break_on_hyphens=False,
+            drop_whitespace=True,
+        ) or [(first if not lines else rest).rstrip()]
+    return lines
+
+
+def message(what: str, expected, got, hint: str | None = None, where: str | None = None) -> str:
+    """The text of a failed check: ``what`` on the first line, then ``where`` (optional), ``expected``, ``got``
+    and ``hint``, each label indented by two spaces and each line wrapped to :data:`WIDTH` characters."""
+    lines = _wrap(what, rest="  ")
+    if where:
+        lines += _wrap(where, "  where:    ", " " * 12)
+    lines += _wrap(expected, "  expected: ", " " * 12)
+    lines += _wrap(got, "  got:      ", " " * 12)
     if hint:
-        msg += f"\n  hint: {hint}"
-    raise AssertionError(msg)
+        lines += _wrap(hint, "  hint: ", " " * 8)
+    return "\n".join(lines)
+
+
+def _fail(what: str, expected, got, hint: str | None, where: str | None = None):
+    raise CheckFailed(message(what, expected, got, hint, where))
 
 
 def check_tensor(x, name: str = "result") -> None:
@@ -98,11 +155,23 @@ def check_shape(x, shape, name: str = "result", hint: str | None = None) -> None
 
 
 def check_close(
-    got, expected, name: str = "result", atol: float = 1e-5, rtol: float = 1e-5, hint: str | None = None
+    got,
+    expected,
+    name: str = "result",
+    atol: float = 1e-5,
+    rtol: float = 1e-5,
+    hint: str | dict[str, str] | None = None,
+    regions: dict | None = None,
 ) -> None:
     """``got`` is a finite tensor of ``expected``'s shape whose entries all match it within
-    ``atol + rtol * |expected|``; the message shows the largest error and where it is."""
-    check_shape(got, _shape_of(expected), name, hint)
+    ``atol + rtol * |expected|``; the message shows the largest error and where it is.
+
+    ``regions`` names parts of the tensor, each a boolean mask that broadcasts to ``expected``'s shape
+    (``{"masked keys": ~keep, "valid keys": keep}``): a failure then says in which region the largest error
+    lies and which regions match, and ``hint`` may be a dict giving each region its own hint.
+    """
+    general = hint if not isinstance(hint, dict) else None
+    check_shape(got, _shape_of(expected), name, general)
     a = _to(_detach(got), dtype=_float64, device="cpu")
     b = _to(_detach(expected), dtype=_float64, device="cpu")
     if not _tolist(_all(_isfinite(a))):
@@ -110,21 +179,41 @@ def check_close(
             f"{name} has NaN or infinite entries",
             "finite numbers",
             "NaN/inf present",
-            hint or "look for a division by zero or a softmax over a row where every entry is -inf",
+            general or "look for a division by zero or a softmax over a row where every entry is -inf",
         )
     err = _abs(_sub(a, b))
     tol = atol + rtol * _abs(b)
     # Work on Python floats from here: no tensor comparison operator is involved.
     flat = _tolist(_sub(err, tol).flatten())
-    if flat and max(flat) > 0:
-        idx = max(range(_len(flat)), key=flat.__getitem__)
-        pos = _unravel(idx, _shape_of(a))
-        _fail(
-            f"{name} differs from the reference (largest error at index {pos})",
-            f"{_tolist(b.flatten())[idx]:.6g} (within {atol:g} + {rtol:g}*|expected|)",
-            f"{_tolist(a.flatten())[idx]:.6g}",
-            hint,
-        )
+    if not flat or max(flat) <= 0:
+        return
+    idx = max(range(_len(flat)), key=flat.__getitem__)
+    pos = _unravel(idx, _shape_of(a))
+    what, where = f"{name} differs from the reference", f"largest error at {pos}"
+    if regions:
+        masks = {
+            region: _tolist(_broadcast_to(_as_tensor(mask), _shape_of(b)).flatten()) for region, mask in regions.items()
+        }
+        inside = [region for region, mask in masks.items() if mask[idx]]
+        if inside:
+            what += f" in the {inside[0]}"
+            where += f", in the {inside[0]}"
+            if isinstance(hint, dict):
+                hint = hint.get(inside[0])
+        matching = [
+            region
+            for region, mask in masks.items()
+            if region not in inside and all(e <= 0 for e, m in zip(flat, mask) if m) and any(mask)
+        ]
+        if matching:
+            where += "; none in the " + " or the ".join(matching)
+    _fail(
+        what,
+        f"{_tolist(b.flatten())[idx]:.6g} (within {atol:g} + {rtol:g}*|expected|)",
+        f"{_tolist(a.flatten())[idx]:.6g}",
+        hint if not isinstance(hint, dict) else None,
+        where,
+    )
 
 
 def _unravel(idx: int, shape: tuple) -> tuple:
@@ -133,6 +222,73 @@ def _unravel(idx: int, shape: tuple) -> tuple:
         pos.append(idx % size)
         idx //= size
     return _tuple(reversed(pos))
+
+
+# ---------------------------------------------------------------- failures as a student sees them
+
+_EXERCISE = re.compile(r"^#\s*Exercise\s+(\d+)\b")
+
+
+def install(shell=None) -> bool:
+    """Show failed checks and unanswered stubs briefly in IPython (Jupyter, the grader's shell).
+
+    Registers a custom exception handler (``set_custom_exc``) for :class:`CheckFailed`, shown as its message
+    alone, and ``NotImplementedError``, shown as :func:`stub_message` when it comes from an unanswered stub
+    (any other one keeps IPython's usual traceback). ``shell`` defaults to the running IPython; outside
+    IPython this does nothing. Returns whether a handler was installed.
+    """
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return False
+        shell = get_ipython()
+    if shell is None or not hasattr(shell, "set_custom_exc"):
+        return False
+    shell.set_custom_exc((CheckFailed, NotImplementedError), _show)
+    return True
+
+
+def _show(shell, etype, value, tb, tb_offset=None) -> list[str]:
+    """IPython's custom handler: shows ``value`` (IPython leaves the showing to the handler) and returns the
+    lines shown. Jupyter's kernel sends them as the error output's traceback, the grader's shell its own."""
+    if isinstance(value, CheckFailed):
+        stb = str(value).splitlines() or [etype.__name__]
+    else:
+        text = stub_message(value, tb)
+        if text is None:
+            shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+            return []
+        value.args = (text,)  # so that the error output's evalue (and a grader's summary) says it too
+        stb = _wrap(text)
+    shell._showtraceback(etype, value, stb)
+    return stb
+
+
+def stub_message(error: BaseException, tb=None) -> str | None:
+    """For a bare ``NotImplementedError()`` raised by a function or method the notebook defines (a stub that
+    is still ``raise NotImplementedError()``): a sentence naming the exercise, from the stub's name and its
+    cell's header line (``# Exercise 2 (2 points): ...``) when IPython kept the cell's text. ``None`` for any
+    other error (torch raises ``NotImplementedError`` with a message for operations a device lacks)."""
+    if not isinstance(error, NotImplementedError) or error.args:
+        return None
+    tb = tb if tb is not None else error.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    frame = tb.tb_frame
+    if frame.f_globals.get("__name__") != "__main__":
+        return None
+    code = frame.f_code
+    qualname = getattr(code, "co_qualname", code.co_name)
+    name = qualname.replace(".<locals>", "").split(".")[0]
+    if name == "<module>":
+        return None
+    first = (linecache.getlines(code.co_filename) or [""])[0]
+    number = _EXERCISE.match(first.strip())
+    label = f"Exercise {number.group(1)}, {name}," if number else f"{name}"
+    return f"{label} is not written yet: replace `raise NotImplementedError()` in its cell with your code."
 
 
 def check_scalar(got, expected: float, name: str = "result", atol: float = 1e-6, hint: str | None = None) -> None:
@@ -191,7 +347,7 @@ def forbid_reference(student_fn, *references: tuple[types.ModuleType, str]):
                 )
 
     def poisoned(*args, **kwargs):
-        raise AssertionError("your answer calls the course's reference implementation; write your own")
+        raise CheckFailed("your answer calls the course's reference implementation; write your own")
 
     try:
         for m, n in references:
