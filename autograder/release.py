@@ -19,6 +19,7 @@ from pathlib import Path
 from autograder import assemble
 from course import notebooks as nbs
 from course.section import sections as all_sections
+from publish.colab import language_info
 
 ROOT = nbs.ROOT
 COURSE = ROOT / "_build" / "course"
@@ -43,6 +44,7 @@ def write_sources(course: Path = COURSE, sections=None) -> list[Path]:
     for section in sections or all_sections():
         nb = assemble.solved(nbs.read(section.path), section.slug, markers=True, hidden=True)
         nb.metadata.pop("jupytext", None)
+        nb.metadata["language_info"] = language_info()  # nbgrader keeps it in the release
         path = course / "source" / section.assignment / f"{section.slug}.ipynb"
         nbs.write_if_changed(nb, path, fmt="ipynb")
         paths.append(path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import platform
 import subprocess
 
 import nbformat
@@ -80,3 +81,27 @@ def test_nbgrader_validate_passes_a_finished_notebook_and_names_what_is_left(tmp
     assert said.count("You did not provide a response.") == 2
     for stub in ("attention_pooling", "sharp_similarity", "averaging_similarity"):
         assert f'print("{stub}: all visible tests passed")' in said, f"validate does not list {stub}'s test cell"
+
+
+def test_release_and_colab_notebooks_carry_the_kernels_language_info(released):
+    """JupyterLab writes ``language_info`` from the kernel into a notebook that lacks it, so a notebook without it
+    opens as modified; the release (nbgrader keeps the source's metadata) and the Colab notebooks carry it."""
+    _, notebooks = released
+    expected = {
+        "name": "python",
+        "mimetype": "text/x-python",
+        "file_extension": ".py",
+        "pygments_lexer": "ipython3",
+        "codemirror_mode": {"name": "ipython", "version": 3},
+        "nbconvert_exporter": "python",
+    }
+    url, branch, _ = colab.repository()
+    for section in SECTIONS:
+        for where, nb in (
+            ("release", notebooks[section.assignment]),
+            ("colab", colab.colab_notebook(section, url, branch)),
+        ):
+            info = nb.metadata.get("language_info")
+            assert info is not None, f"{section.slug}: the {where} notebook has no language_info"
+            assert {k: info.get(k) for k in expected} == expected, f"{section.slug} ({where}): {info}"
+            assert info["version"] == platform.python_version(), f"{section.slug} ({where}): version {info['version']}"
