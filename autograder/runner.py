@@ -29,8 +29,11 @@ The child
     ``display()``, the value of a last bare expression as an
     ``execute_result``, printed text as ``stream`` outputs (truncated per
     cell), an exception as an ``error`` output with ``ename``, ``evalue`` and
-    ``traceback`` as nbgrader's ``determine_grade`` expects. An unknown magic
-    is an ``error`` output too (``UsageError``), so the cell counts as failed.
+    ``traceback`` as nbgrader's ``determine_grade`` expects. A traceback
+    names a cell's frames as Jupyter does (``Cell In[4], line 2``) but shows
+    none of a cell's lines, so feedback never shows a hidden test's code. An
+    unknown magic is an ``error`` output too (``UsageError``), so the cell
+    counts as failed.
     Only the ``text/plain`` form of a result or display is computed and sent:
     the grader keeps nothing else, and rendering images would cost time.
     Each cell's outputs are sent to the parent as soon as the cell ends, so a
@@ -44,9 +47,11 @@ untrusted: the parent treats it as data and grades it with nbgrader.
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import ctypes
 import errno
+import gc
 import json
 import os
 import resource
@@ -63,6 +68,7 @@ from IPython.core.compilerop import CachingCompiler
 from IPython.core.displayhook import DisplayHook
 from IPython.core.displaypub import DisplayPublisher
 from IPython.core.error import UsageError
+from IPython.core.inputtransformer2 import TransformerManager
 from IPython.core.interactiveshell import InteractiveShell
 from traitlets import Type
 from traitlets.config import Config
@@ -319,6 +325,19 @@ class _Compiler(CachingCompiler):
         return name
 
 
+class _Transformer(TransformerManager):
+    """IPython's input transformations, with a shortcut: the token transforms (``%magic``, ``!cmd``, ``obj?``,
+    ``x = %magic``) are skipped for a cell that parses as Python already, which none of that syntax does.
+    Python 3.11 tokenizes in pure Python, which costs a long test cell more than running it."""
+
+    def do_token_transforms(self, lines):
+        try:
+            compile("".join(lines), "<cell>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+        except (SyntaxError, ValueError):  # IPython's syntax, or a mistake IPython will report
+            return super().do_token_transforms(lines)
+        return lines
+
+
 class GraderShell(InteractiveShell):
     """IPython's shell as a Jupyter kernel uses it, with the kernel's outputs collected into :class:`CellOutputs`
     (``cell``, the running cell's) instead of sent over ZeroMQ."""
@@ -347,6 +366,14 @@ class GraderShell(InteractiveShell):
             return
         raise UsageError(f"the grader cannot open windows (GUI {gui!r}): use `%matplotlib inline`, or leave it out")
 
+    def should_run_async(self, raw_cell, *, transformed_cell=None, preprocessing_exc_tuple=None) -> bool:
+        """IPython's answer, without compiling once more a cell that has no ``await`` or ``async`` at all."""
+        if isinstance(transformed_cell, str) and "await" not in transformed_cell and "async" not in transformed_cell:
+            return False
+        return super().should_run_async(
+            raw_cell, transformed_cell=transformed_cell, preprocessing_exc_tuple=preprocessing_exc_tuple
+        )
+
     @contextlib.contextmanager
     def _tee(self, channel):
         """No copy of the cell's printed text in IPython's history: the cell's budget already bounds it."""
@@ -359,6 +386,7 @@ def make_shell() -> GraderShell:
     config = Config()
     config.HistoryManager.enabled = False
     shell = GraderShell.instance(config=config, colors="nocolor")
+    shell.input_transformer_manager = _Transformer()
     shell.display_formatter.active_types = ["text/plain"]
     shell.InteractiveTB.set_mode("Minimal")  # its traceback is not sent (see _showtraceback): compute little
     return shell
@@ -680,6 +708,7 @@ def zygote(control_fd: int, modules: list[str]) -> None:
         for fd in fds[1:]:
             os.close(fd)
         sweep(me, keep)
+        gc.freeze()  # the child's collections skip what it inherits: faster, and no copy-on-write of every page
         pid = os.fork()
         if pid == 0:
             control.close()
