@@ -31,6 +31,10 @@ def test_cells_follow_the_nbgrader_conventions(section):
     setup = code[0]
     assert nbs.grade_id(setup) == "setup" and nbs.role(setup) == "locked", "the first code cell is the locked setup"
     assert "from qkv import checks" in setup.source, "the setup cell imports qkv.checks before any student code"
+    assert "checks.install()" in setup.source, (
+        "the setup cell calls checks.install() after importing qkv.checks, so that a failed check shows as its "
+        "message and an unwritten exercise by name"
+    )
     ids = [nbs.grade_id(c) for c in nb.cells if nbs.role(c) != "plain"]
     assert len(ids) == len(set(ids)), f"duplicate grade_ids: {sorted(i for i in ids if ids.count(i) > 1)}"
     stubs = [c for c in nb.cells if nbs.role(c) == "stub"]
@@ -51,14 +55,88 @@ def test_cells_follow_the_nbgrader_conventions(section):
         assert f"test_{grade}" in tests, f"stub {grade} has no test cell test_{grade}"
     for grade, cell in tests.items():
         assert nbs.nbgrader_meta(cell).get("locked"), f"{grade}: test cells are locked"
-        first = cell.source.splitlines()[0]
-        assert first.startswith("# Checks: "), f"{grade}: a test cell says what it checks in its first line"
-        assert first.endswith("."), f"{grade}: what the test checks is one line, a sentence ending in a full stop"
-    for cell in nb.cells:
-        if nbs.role(cell) == "answer":
-            assert cell.source.strip() == "YOUR ANSWER HERE", (
-                f"{nbs.grade_id(cell)}: an answer cell is nbgrader's prompt"
+        second = (cell.source.splitlines() + ["", ""])[1]
+        assert second.startswith("# Checks: "), (
+            f"{grade}: a test cell says what it checks in its second line, '# Checks: <one sentence>.'"
+        )
+        assert second.endswith("."), f"{grade}: what the test checks is one line, a sentence ending in a full stop"
+
+
+@pytest.mark.parametrize("section", SECTIONS, ids=IDS)
+def test_cells_say_what_they_are(section):
+    """A stub cell opens with its exercise's number and points, a test cell says it is a locked test, and each
+    written answer is announced by the number of its question (CONTRIBUTING.md, "What the structure tests
+    require")."""
+    nb = nbs.read(section.path)
+    points = {nbs.grade_id(c): nbs.nbgrader_meta(c).get("points") for c in nb.cells if nbs.role(c) == "test"}
+    problems = []
+    stubs = [c for c in nb.cells if nbs.role(c) == "stub"]
+    for number, stub in enumerate(stubs, 1):
+        grade = nbs.grade_id(stub)
+        header = exercise_header(number, points.get(f"test_{grade}", 0), stub.source)
+        if stub.source.splitlines()[0] != header:
+            problems.append(f"stub {grade}: make its first line exactly\n    {header}")
+        test = next((c for c in nb.cells if nbs.grade_id(c) == f"test_{grade}"), None)
+        expected = locked_test_header(number)
+        if test is not None and test.source.splitlines()[0] != expected:
+            problems.append(
+                f"test_{grade}: make its first line exactly\n    {expected}\n  followed by its '# Checks: ...' line"
             )
+    question = 0
+    for index, cell in enumerate(nb.cells):
+        if nbs.role(cell) != "answer":
+            continue
+        question += 1
+        grade = nbs.grade_id(cell)
+        if cell.source.strip() != "YOUR ANSWER HERE":
+            problems.append(f"{grade}: an answer cell holds nbgrader's prompt 'YOUR ANSWER HERE' and nothing else")
+        before = nb.cells[index - 1] if index else None
+        line = answer_heading(question)
+        if before is None or before.cell_type != "markdown" or before.source.rstrip().splitlines()[-1] != line:
+            problems.append(f"{grade}: end the markdown cell just before it with the line\n    {line}")
+        elif (listed := re.findall(r"^(\d+)\. ", before.source, re.M)) and int(listed[-1]) != question:
+            problems.append(
+                f"{grade}: its question is numbered {listed[-1]} but it is answer {question} of the section: "
+                "number the graded questions 1, 2, 3... in order, or renumber the answer headings"
+            )
+    assert not problems, f"{section.slug}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("section", SECTIONS, ids=IDS)
+def test_run_all_reaches_every_exercise(section):
+    """JupyterLab's Run All goes on past a failing cell tagged ``raises-exception``: every visible test, and
+    every demo that uses the student's answers, carries it, so an unwritten stub stops nothing below it."""
+    missing = [
+        nbs.grade_id(c) or f"cell {i} (tagged {nbs.USES_ANSWERS})"
+        for i, c in enumerate(nbs.read(section.path).cells)
+        if (nbs.role(c) == "test" or nbs.USES_ANSWERS in c.metadata.get("tags", []))
+        and "raises-exception" not in c.metadata.get("tags", [])
+    ]
+    assert not missing, (
+        f"{section.slug}: add raises-exception to the tags of these cells (tags: [raises-exception], or "
+        f"tags: [{nbs.USES_ANSWERS}, raises-exception]) in their YAML block: " + ", ".join(missing)
+    )
+
+
+def exercise_header(number: int, points, source: str) -> str:
+    """The first line of stub cell ``number``: ``# Exercise 2 (2 points): write sharp_similarity.``, naming the
+    functions and classes the cell defines."""
+    import ast
+
+    names = [n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef | ast.ClassDef)]
+    listed = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names or ["the cell"])
+    points = int(points) if float(points).is_integer() else points
+    return f"# Exercise {number} ({points} point{'' if points == 1 else 's'}): write {listed}."
+
+
+def locked_test_header(number: int) -> str:
+    """The first line of the test cell of exercise ``number``."""
+    return f"# Test of exercise {number}, locked: edits are not graded."
+
+
+def answer_heading(question: int) -> str:
+    """The last line of the markdown cell before written answer ``question``."""
+    return f"**Your answer to question {question}:**"
 
 
 @pytest.mark.parametrize("section", SECTIONS, ids=IDS)
