@@ -10,13 +10,14 @@ export QKV_DATA_DIR ?= $(abspath ../shared/data)
 EDITION ?= student
 JOBS ?= 2
 
-.PHONY: book test lint format release notebooks grade bench clean constraints help public
+.PHONY: book test lint format release notebooks grade bench clean constraints help public lab
 
 help:
 	@echo "make book [EDITION=student|solutions]   build the book under _build/<edition>/html"
 	@echo "make test                               lint, then the whole test suite"
 	@echo "make release                            the nbgrader course and its student release"
 	@echo "make notebooks                          the sections as .ipynb for Colab (_build/notebooks)"
+	@echo "make lab                                JupyterLab as students get it (student/jupyter: no instructor tools)"
 	@echo "make grade SUBMISSIONS=DIR|ZIP          autograde a class"
 	@echo "make bench                              run the benchmarks in benchmarks/"
 	@echo "make public                             the public repository, without answers or hidden tests (_build/public)"
@@ -61,6 +62,10 @@ release: $(STAMP)
 
 notebooks: $(STAMP)
 	$(BIN)/python -m publish.colab
+
+# JupyterLab with the students' configuration (student/README.md); the instructor's is `.venv/bin/jupyter lab`.
+lab: $(STAMP)
+	JUPYTER_CONFIG_PATH="$(abspath student/jupyter)$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" $(BIN)/jupyter lab $(LAB_ARGS)
 
 public: $(STAMP)
 	$(BIN)/python -m publish.public

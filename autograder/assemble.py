@@ -14,6 +14,10 @@ One source for every piece (docs/design.md):
 * ``autograder/sections/<module>/<grade_id>.py`` holds the hidden tests of the
   test cell ``grade_id``, as plain Python; an optional ``_common.py`` beside
   them holds reference helpers that several of them share.
+* ``autograder/sections/<module>/rubric.toml`` holds the model answer and
+  rubric of every written question (:mod:`autograder.rubrics`): inside
+  nbgrader's solution markers in the source notebook's answer cells, in an
+  admonition after them in the solutions edition.
 * ``autograder/sections/<module>/mutants.toml`` holds known-wrong answers
   (mutants), each a small named edit of a solved stub cell with the mistake
   it models; ``autograder.mutants`` applies them to what ``fill_stubs``
@@ -37,6 +41,7 @@ from types import ModuleType
 
 import nbformat
 
+from autograder import rubrics
 from course import notebooks as nbs
 from course.section import Section, section
 
@@ -242,17 +247,23 @@ def solved(
     markers: bool = False,
     hidden: bool = False,
     answers: ModuleType | None = None,
+    model_answers: bool = False,
 ) -> nbformat.NotebookNode:
     """A copy of a section notebook with every stub answered.
 
-    ``markers`` wraps answers in nbgrader's solution markers; ``hidden`` appends
-    each test cell's hidden tests inside nbgrader's hidden-test markers.
-    ``answers`` defaults to the section's solutions module.
+    ``markers`` wraps answers in nbgrader's solution markers, and puts each written question's model answer and
+    rubric (:mod:`autograder.rubrics`) into its answer cell inside the same markers (the nbgrader source notebook);
+    ``hidden`` appends each test cell's hidden tests inside nbgrader's hidden-test markers; ``model_answers``
+    adds, after each answer cell, a markdown cell with its model answer and rubric in an admonition (the
+    solutions edition of the book). ``answers`` defaults to the section's solutions module.
     """
     sec = as_section(which)
     answers = answers or solutions_module(sec)
+    written = rubrics.load(sec) if markers or model_answers else {}
     out = copy.deepcopy(nb)
+    cells = []
     for cell in out.cells:
+        cells.append(cell)
         r, grade = nbs.role(cell), nbs.grade_id(cell)
         if r == "stub":
             cell.source = fill_stubs(cell.source, grade, answers, markers)
@@ -260,4 +271,10 @@ def solved(
             extra = hidden_tests(sec, grade)
             if extra:
                 cell.source = f"{cell.source.rstrip()}\n{BEGIN_HIDDEN}\n{extra}\n{END_HIDDEN}"
+        elif r == "answer" and grade in written:
+            if model_answers:
+                cells.append(nbformat.v4.new_markdown_cell(rubrics.admonition(written[grade])))
+            if markers:
+                cell.source = rubrics.solution_source(cell.source, written[grade])
+    out.cells = cells
     return out

@@ -74,7 +74,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import gradebook, report
+from autograder import gradebook, report, rubrics
 from autograder import sandbox as sb
 from autograder.gradebook import output_text
 from autograder.nbcourse import Course
@@ -373,7 +373,11 @@ def finish(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:
         notes.append(sub.timestamp_note)
     zero = prep.status is not None or (bool(prep.tampered) and course.tampered == "zero")
     scores = gradebook.save_grades(nb, course, sub, zero=zero)
-    write_notebook(nb, course.root / "autograded" / sub.student / sub.assignment / f"{sub.notebook}.ipynb")
+    # The formgrader shows this file: under each written answer, its model answer and rubric from the course's
+    # source notebook (a tagged cell that the course's feedback configuration removes; autograder/rubrics.py).
+    model = rubrics.source_answers(course.root / "source" / sub.assignment / f"{sub.notebook}.ipynb")
+    graded = course.root / "autograded" / sub.student / sub.assignment / f"{sub.notebook}.ipynb"
+    write_notebook(rubrics.for_graders(nb, model), graded)
     if sub.path is not None and sub.path.is_file() and not sub.path.is_symlink():
         dest = course.root / "submitted" / sub.student / sub.assignment / f"{sub.notebook}.ipynb"
         if dest.resolve() != sub.path.resolve() and sub.path.stat().st_size <= MAX_NOTEBOOK_BYTES:

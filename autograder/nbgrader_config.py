@@ -23,11 +23,24 @@ c.ExecutePreprocessor.timeout = 300
 c.Execute.timeout = 300
 
 # Feedback shows what every test reported (a failed check's message and hint) but not the hidden tests' code, so the
-# tests can grade another class next term. nbgrader's default shows the code: delete these lines for that.
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+# tests can grade another class next term. nbgrader's default shows the code: drop ClearHiddenTests below for that.
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, Preprocessor  # noqa: E402
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
 
-c.GenerateFeedback.preprocessors = [ClearHiddenTests, GetGrades, CSSHTMLHeaderPreprocessor]
+
+class ClearModelAnswers(Preprocessor):
+    """Removes the cells tagged model-answer: the model answer and rubric that the grader (autograder/grade.py)
+    writes under each written answer of an autograded notebook, for the formgrader (autograder/rubrics.py).
+    Its own class, not nbconvert's TagRemovePreprocessor: that one is on in every HTML export, the formgrader's
+    page included, which would hide the model answers from the graders too."""
+
+    def preprocess(self, nb, resources):
+        nb.cells = [cell for cell in nb.cells if "model-answer" not in cell.get("metadata", {}).get("tags", [])]
+        return nb, resources
+
+
+# Feedback never shows the model answers and rubrics: remove ClearModelAnswers from this list to return them too.
+c.GenerateFeedback.preprocessors = [ClearHiddenTests, ClearModelAnswers, GetGrades, CSSHTMLHeaderPreprocessor]
 
 # Your own settings (a late-submission penalty, a timezone...) go in nbgrader_config_local.py beside this file:
 # `make release` rewrites this file but never that one. Due dates live in the gradebook:

@@ -5,7 +5,9 @@
   output and are not executed (myst-nb's ``skip-execution`` tag); every other
   cell is executed.
 * ``solutions`` (for instructors): stubs are filled from ``solutions/`` by the
-  assembler, and every cell is executed.
+  assembler, each written question's model answer and rubric
+  (``autograder/sections/<module>/rubric.toml``) follows its answer cell in an
+  admonition, and every cell is executed.
 
 The sources are staged under ``_build/<edition>/src`` (only files whose text
 changed are rewritten, so Sphinx and Jupyter Book's execution cache keep a
@@ -63,7 +65,7 @@ def stage(edition: str, dest: Path) -> list[Path]:
         if src in graded:
             nb = nbs.read(src)
             if edition == "solutions":
-                nb = assemble.solved(nb, graded[src])
+                nb = assemble.solved(nb, graded[src], model_answers=True)
             else:
                 for cell in nb.cells:
                     if nbs.role(cell) in ("stub", "test") or nbs.USES_ANSWERS in cell.metadata.get("tags", []):

@@ -59,6 +59,8 @@ ALLOW: dict[str, str] = {
     "publish/build_book.py": "make book (the student edition; the solutions edition needs this repository)",
     "publish/vendor.py": "make book: MathJax, so the book reads offline",
     "publish/colab.py": "make notebooks: the notebooks for Colab",
+    "student/": "JupyterLab as students get it: nbgrader's instructor tools off, .md opens as a notebook (make lab)",
+    "start": "Binder's start script: JupyterLab with student/jupyter's configuration",
 }
 
 #: What the public tree holds that is written, not copied.

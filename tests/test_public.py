@@ -45,11 +45,21 @@ TOP_LEVEL = {
     "publish",
     "pyproject.toml",
     "references.bib",
+    "start",
+    "student",
 }
 CODE = {
     ".ci": {"system-deps.sh"},
     "course": {"__init__.py", "notebooks.py", "section.py"},
     "publish": {"build_book.py", "colab.py", "vendor.py"},
+    "student": {
+        "README.md",
+        "jupyter/jupyter_server_config.json",
+        "jupyter/labconfig/default_setting_overrides.json",
+        "jupyter/labconfig/page_config.json",
+        "exchange/jupyter_server_config.json",
+        "exchange/labconfig/page_config.json",
+    },
 }
 COPIED_FOLDERS = ("book/", "lib/qkv/")  # every file git lists under these, unchanged
 
@@ -106,6 +116,7 @@ def test_the_tree_holds_exactly_the_allowlisted_and_generated_files(tree):
     assert notebooks == {"notebooks/README.md"} | {f"notebooks/book/{s.slug}.ipynb" for s in sections()}
     assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc") or ".egg-info" in f]
     assert (out / ".ci" / "system-deps.sh").stat().st_mode & 0o111, "the bootstrap script must stay executable"
+    assert (out / "start").stat().st_mode & 0o111, "Binder runs start only when it is executable"
 
 
 def test_writing_again_replaces_the_tree_but_keeps_its_git_folder(tree, tree_copy):

@@ -57,12 +57,12 @@ def run_once(folder: Path, produce):
 def _inputs(slugs) -> list[Path]:
     """The files a course for ``slugs`` is built from (a change to any of them means a new build)."""
     grader, root = nbs.ROOT / "autograder", nbs.ROOT
-    files = [grader / "nbgrader_config.py", grader / "assemble.py", grader / "release.py"]
+    files = [grader / "nbgrader_config.py", grader / "assemble.py", grader / "release.py", grader / "rubrics.py"]
     files += [root / "course" / "notebooks.py", root / "course" / "section.py"]
     for slug in slugs:
         sec = section(slug)
         files += [sec.path, sec.solutions]
-        files += sorted(sec.grading_dir.glob("*.py"))
+        files += sorted(sec.grading_dir.glob("*.py")) + [p for p in (sec.rubric,) if p.exists()]
     return files
 
 
