@@ -1,0 +1,238 @@
+"""The numbers and facts the book's prose states, recomputed here, so that a change that makes one false fails.
+
+STYLE.md, point 14: a number in the prose comes from a cell or a test that computes it. Each test below reads the
+number from the prose (or an image's alt text) of a section in ``book/``, computes it again from ``qkv`` (or from the
+section's own cells), and compares. When one fails, the message says what the prose says, what the computation gives,
+and which sentence to update.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+import torch
+from torch.nn import functional as F
+
+from course import notebooks as nbs
+from course.section import ROOT, section
+
+
+def prose(slug: str) -> str:
+    """The markdown cells of ``book/<slug>.md`` as one string, every run of whitespace made one space."""
+    cells = nbs.read(section(slug).path).cells
+    return " ".join(" ".join(c.source for c in cells if c.cell_type == "markdown").split())
+
+
+def number_after(text: str, pattern: str, what: str) -> float:
+    """The number that ``pattern``'s one group captures in ``text``; fails, saying ``what`` is missing, if none."""
+    found = re.search(pattern, text)
+    assert found, f"the prose no longer says {what} (pattern {pattern!r}): update this test with the new sentence"
+    return float(found.group(1))
+
+
+# ----------------------------------------------------------------------------- the attention-cost lab
+
+
+def _gru_flops(n: int, d: int) -> int:
+    from qkv import costlab
+
+    (gru,) = [c for c in costlab.contenders("cpu") if c.family == "RNN"]
+    return gru.flops(1, n, d)
+
+
+def _attention_over_gru(n: int, d: int) -> float:
+    from qkv import timing
+
+    return timing.attention_flops(n, n, d)["total"] / _gru_flops(n, d)
+
+
+def test_lab_attention_against_the_gru_uses_the_labs_own_counts():
+    text = prose("attention-cost-lab")
+    said = number_after(
+        text, r"at \$n = 16\\,384\$ and \$d = 64\$ about (\d+) times more", "the FLOP ratio at n = 16384"
+    )
+    ratio = _attention_over_gru(16384, 64)
+    assert said == round(ratio), f"the lab says 'about {said:.0f} times more'; its counts give {ratio:.2f}"
+    assert "$n = 12d^2 / (4d + 6)$, fewer than 5 tokens short of $3d$" in text, (
+        "the lab no longer gives the crossover n = 12d^2/(4d+6)"
+    )
+    for d in (1, 16, 64, 512, 1024):
+        crossover = 12 * d * d / (4 * d + 6)  # where 4 n^2 d + 6 n^2 = 12 n d^2
+        first_more = math.floor(crossover) + 1
+        assert _attention_over_gru(first_more, d) > 1 >= _attention_over_gru(math.floor(crossover), d), d
+        assert 3 * d - 5 < crossover < 3 * d, f"d = {d}: the crossover {crossover:.1f} is not just short of 3d"
+
+
+def test_lab_gpu_intensity_threshold_follows_from_the_quoted_h100_figures():
+    from qkv import timing
+
+    text = prose("attention-cost-lab")
+    peak = number_after(text, r"does about (\d+) trillion dense 16-bit FLOPs", "the H100's peak") * 1e12
+    bandwidth = number_after(text, r"moves only about ([\d.]+) trillion bytes per second", "its bandwidth") * 1e12
+    needed = peak / bandwidth
+    said_needed = number_after(text, r"it needs some (\d+) FLOPs per byte", "the intensity a GPU needs")
+    assert abs(said_needed - needed) / needed < 0.05, f"'some {said_needed:.0f} FLOPs per byte'; it is {needed:.0f}"
+
+    def fused_intensity(n):
+        flops = timing.attention_flops(n, n, 64)["total"]
+        return flops / timing.attention_bytes(n, n, 64, dtype_bytes=2, materialize=False)["total"]
+
+    first = next(n for n in range(1, 100_000) if fused_intensity(n) >= needed)
+    said_n = number_after(
+        text, r"fused attention does once \$n\$ passes about (\d+)", "where fused attention gets there"
+    )
+    assert abs(said_n - first) / first < 0.1, f"'once n passes about {said_n:.0f}'; the counts give n = {first}"
+    materialised = (
+        timing.attention_flops(1 << 16, 1 << 16, 64)["total"]
+        / timing.attention_bytes(1 << 16, 1 << 16, 64, dtype_bytes=2)["total"]
+    )
+    assert materialised < needed, "'materialised attention never gets there' no longer holds"
+
+
+def test_lab_states_gpu_behaviour_as_expectation_until_a_gpu_run_is_committed():
+    results = sorted((ROOT / "benchmarks" / "results").glob("attention_cost_*.csv"))
+    gpu_runs = [p.name for p in results if "# device_type: cuda" in p.read_text(encoding="utf-8")]
+    text = prose("attention-cost-lab")
+    says_none = "The course has not yet committed a GPU run" in text
+    if gpu_runs:
+        assert not says_none, (
+            f"{gpu_runs} hold a GPU run: rewrite the lab's 'What a GPU shows' from that measurement, and its "
+            "expectations about GPUs (Step 5, Discussion 1) as what was measured"
+        )
+    else:
+        assert says_none, "with no GPU run in benchmarks/results, the lab must say its GPU claims are expectations"
+        for claim in ("can come close to the matrix-product peak", "is the slowest contender", "it is the slowest"):
+            assert claim not in text, f"'{claim}' states as a fact what no committed GPU run has measured"
+
+
+# ----------------------------------------------------------------------------- 11.3 attention scoring functions
+
+
+def test_scaled_entropy_values_match_the_figure():
+    from qkv.widgets import attention_scoring_functions as widgets
+
+    d_values = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]  # as in the cell that draws the figure
+    scaled = widgets.softmax_entropy_vs_dim(d_values, scaled=True, num_keys=16)
+    unscaled = widgets.softmax_entropy_vs_dim(d_values, scaled=False, num_keys=16)
+    text = prose("attention-scoring-functions")
+    at_1 = number_after(text, r"at ([\d.]+) nats for \$d = 1\$", "the scaled entropy at d = 1")
+    at_1024 = number_after(text, r"nats for \$d = 1\$ and ([\d.]+) for \$d = 1024\$", "the scaled entropy at d = 1024")
+    assert f"{scaled[0]:.2f}" == f"{at_1:.2f}", f"the prose says {at_1} nats at d = 1; the figure has {scaled[0]:.3f}"
+    assert f"{scaled[-1]:.2f}" == f"{at_1024:.2f}", f"the prose says {at_1024} at d = 1024; it is {scaled[-1]:.3f}"
+    below = number_after(text, r"That is about (\d+)% below the uniform", "how far below log 16")
+    assert round(100 * (1 - scaled[-1] / math.log(16))) == below
+    assert number_after(text, r"\\log 16 \\approx ([\d.]+)", "log 16") == round(math.log(16), 2)
+    assert max(scaled) - min(scaled) < 0.15, "the scaled entropy is no longer 'roughly flat'"
+    assert unscaled[-1] < 0.2 * unscaled[0], "the unscaled entropy no longer 'falls towards 0'"
+
+
+def test_layer_norm_does_not_give_keys_a_common_norm():
+    """The prose: LayerNorm fixes the norm of the input x, not of the key W_k x."""
+    assert "Nothing in a usual network makes that so" in prose("attention-scoring-functions")
+    gen = torch.Generator().manual_seed(0)
+    for d_in in (16, 64):
+        x = F.layer_norm(torch.randn(32, d_in, generator=gen), (d_in,))  # (K, d_in)
+        keys = x @ torch.randn(8, d_in, generator=gen).T  # (K, d_in) @ (d_in, d) -> (K, d)
+        assert torch.allclose(x.norm(dim=1), torch.full((32,), math.sqrt(d_in)), atol=1e-3)
+        norms = keys.norm(dim=1)
+        assert norms.max() / norms.min() > 1.5, "random projections of equal-norm inputs gave near-equal key norms"
+
+
+# ----------------------------------------------------------------------------- 11.2 attention pooling by similarity
+
+
+def test_boxcar_edge_is_open_as_the_prose_says():
+    from qkv import nadaraya_watson as nw
+
+    text = prose("attention-pooling")
+    assert "which writes $|u| \\leq 1$: here the window is open, so the boxcar is 0 at $|u| = 1$ exactly" in text
+    edge = nw.boxcar(torch.tensor([-1.0, -0.999, 0.999, 1.0], dtype=torch.float64))
+    assert edge.tolist() == [0.0, 1.0, 1.0, 0.0]
+    hidden = section("attention-pooling").hidden_test("test_kernels")
+    assert "1.0 if abs(v) < 1 else 0.0" in hidden.read_text(), "the hidden test no longer penalises the closed window"
+
+
+# ----------------------------------------------------------------------------- 11.1 queries, keys and values
+
+
+def _run_until(slug: str, marker: str) -> dict:
+    """Execute the solutions edition of ``slug`` (every stub answered, as ``make book EDITION=solutions`` runs it)
+    top to bottom, up to and including the first code cell containing ``marker``; return its namespace."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from autograder import assemble
+
+    sec = section(slug)
+    nb = assemble.solved(nbs.read(sec.path), sec)
+    namespace: dict = {"__name__": "__main__"}
+    try:
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            exec(compile(cell.source, f"<{slug} cell {index}>", "exec"), namespace)  # noqa: S102 (course code)
+            if marker in cell.source:
+                return namespace
+    finally:
+        plt.close("all")
+    raise AssertionError(f"{slug}: no code cell contains {marker!r}")
+
+
+def test_sharpness_figure_alt_text_gives_its_range_at_beta_one_tenth():
+    slug = "queries-keys-values"
+    cells = nbs.read(section(slug).path).cells
+    (figure,) = [c for c in cells if c.cell_type == "code" and "betas = [0.1, 1.0, 10.0]" in c.source]
+    alt = " ".join(figure.metadata["mystnb"]["image"]["alt"].split())
+    found = re.search(
+        r"at beta 0\.1 every key gets some weight, from ([\d.]+) to ([\d.]+) \(uniform would be ([\d.]+)\)", alt
+    )
+    assert found, f"the alt text no longer states the range at beta 0.1: {alt!r}"
+    weights = _run_until(slug, "betas = [0.1, 1.0, 10.0]")["maps"][0]  # (Q, K) at beta 0.1
+    low, high, uniform = found.groups()
+    computed = f"{weights.min().item():.2f}", f"{weights.max().item():.2f}"
+    assert (low, high) == computed, (
+        f"the alt text of the beta figure says {low} to {high}; the figure now has {computed[0]} to {computed[1]}: "
+        "update the alt text (a cell above it changed what the random keys are)"
+    )
+    assert float(uniform) == 1 / weights.shape[1]
+    assert (weights.argmax(dim=1) == torch.arange(weights.shape[0])).all(), "each row's largest is on the diagonal"
+
+
+def test_gradient_of_attention_is_the_covariance_of_the_keys():
+    """The ungraded question of 11.1's Discussion and its hint, checked with autograd."""
+    text = prose("queries-keys-values")
+    assert "\\partial p_i / \\partial \\mathbf{q} = p_i (\\mathbf{k}_i - \\bar{\\mathbf{k}})" in text
+    gen = torch.Generator().manual_seed(0)
+    keys = torch.randn(7, 5, generator=gen, dtype=torch.float64)  # (m, d); values = keys
+    q = torch.randn(5, generator=gen, dtype=torch.float64)  # (d,)
+
+    def output(query):
+        return torch.softmax(keys @ query, dim=0) @ keys  # (m,) @ (m, d) -> (d,)
+
+    p = torch.softmax(keys @ q, dim=0)  # (m,)
+    mean = p @ keys  # (d,)
+    covariance = (p[:, None] * keys).T @ keys - torch.outer(mean, mean)  # (d, d)
+    assert torch.allclose(torch.autograd.functional.jacobian(output, q), covariance, atol=1e-12)
+    weight_jacobian = torch.autograd.functional.jacobian(lambda query: torch.softmax(keys @ query, dim=0), q)
+    assert torch.allclose(weight_jacobian, p[:, None] * (keys - mean), atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("slug", "key", "label"),
+    [
+        ("queries-keys-values", "Dong.Cordonnier.Loukas.2021", "Dong et al., 2021"),
+        ("queries-keys-values", "Hu.Shen.Sun.2018", "Hu et al., 2018"),
+        ("queries-keys-values", "Mnih.Heess.Graves.ea.2014", "Mnih et al., 2014"),
+        ("queries-keys-values", "Xu.Ba.Kiros.ea.2015", "Xu et al., 2015"),
+    ],
+)
+def test_works_cited_for_these_claims_are_in_the_bibliography(slug, key, label):
+    """The rank-collapse claim and the ungraded questions of 11.1 cite their sources (as a {cite} role or as an
+    author-year link), and each source has its entry in references.bib."""
+    text = prose(slug)
+    assert key in text or f"[{label}](" in text, f"{slug} no longer cites {label} ({key})"
+    assert re.search(r"^@\w+\{" + re.escape(key) + ",", (ROOT / "references.bib").read_text(), re.M), key
