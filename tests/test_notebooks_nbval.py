@@ -47,3 +47,16 @@ def test_student_notebook_tags_only_tests_and_answer_demos(tmp_path):
     nb = nbformat.read(prepare(section, tmp_path)["student"], as_version=4)
     tagged = [c for c in nb.cells if "raises-exception" in c.metadata.get("tags", [])]
     assert tagged and all(nbs.role(c) == "test" or nbs.USES_ANSWERS in c.metadata["tags"] for c in tagged)
+
+
+def test_raises_exception_is_tagged_once_for_students_and_never_in_the_solved_notebook(tmp_path):
+    """The book already tags test cells raises-exception (Run All reaches every exercise): the student notebook
+    keeps one tag, and the solved one has none, so that nbval fails there when a test fails."""
+    for section in SECTIONS:
+        paths = prepare(section, tmp_path)
+        student = nbformat.read(paths["student"], as_version=4)
+        tests = [c for c in student.cells if nbs.role(c) == "test"]
+        assert tests and all(c.metadata["tags"].count("raises-exception") == 1 for c in tests), section.slug
+        solved = nbformat.read(paths["solutions"], as_version=4)
+        tagged = [nbs.grade_id(c) for c in solved.cells if "raises-exception" in c.metadata.get("tags", [])]
+        assert not tagged, f"{section.slug}: the solved notebook lets these cells fail: {tagged}"
