@@ -114,6 +114,20 @@ def test_rebuild_takes_only_the_answers_and_reports_the_rest():
     assert len(tampered) == 1 and tampered[0].startswith("test_f (source, metadata grade, metadata solution")
 
 
+def test_rebuild_does_not_call_changed_tags_tampering():
+    """Tags are not nbgrader's metadata: the book tags test cells raises-exception (so that Run All goes on), and
+    a student whose JupyterLab drops, keeps or adds tags has tampered with nothing; the course's tags are run."""
+    release = release_notebook()
+    release.cells[2].metadata["tags"] = ["raises-exception"]
+    for tags in ([], ["raises-exception", "raises-exception"], ["hide-input"]):
+        sub = copy.deepcopy(release)
+        sub.cells[2].metadata["tags"] = tags
+        sub.cells[0].metadata["tags"] = tags
+        nb, notes, tampered = grade.rebuild(release, sub)
+        assert tampered == [] and notes == [], tags
+        assert nb.cells[2].metadata["tags"] == ["raises-exception"] and "tags" not in nb.cells[0].metadata
+
+
 def test_rebuild_falls_back_to_the_stub_for_deleted_or_retyped_answers():
     release = release_notebook()
     deleted = copy.deepcopy(release)
