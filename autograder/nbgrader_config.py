@@ -24,15 +24,16 @@ c.Execute.timeout = 300
 
 # Feedback shows what every test reported (a failed check's message and hint) but not the hidden tests' code, so the
 # tests can grade another class next term. nbgrader's default shows the code: drop ClearHiddenTests below for that.
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, Preprocessor  # noqa: E402
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades  # noqa: E402
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades, NbGraderPreprocessor  # noqa: E402
 
 
-class ClearModelAnswers(Preprocessor):
+class ClearModelAnswers(NbGraderPreprocessor):
     """Removes the cells tagged model-answer: the model answer and rubric that the grader (autograder/grade.py)
     writes under each written answer of an autograded notebook, for the formgrader (autograder/rubrics.py).
     Its own class, not nbconvert's TagRemovePreprocessor: that one is on in every HTML export, the formgrader's
-    page included, which would hide the model answers from the graders too."""
+    page included, which would hide the model answers from the graders too. (An nbgrader preprocessor, so that
+    it is enabled where nbgrader registers it.)"""
 
     def preprocess(self, nb, resources):
         nb.cells = [cell for cell in nb.cells if "model-answer" not in cell.get("metadata", {}).get("tags", [])]

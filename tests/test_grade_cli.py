@@ -4,8 +4,8 @@ The pure parts (finding submissions, extracting zips, rebuilding the notebook to
 run, cleaning outputs) are checked directly; a small class is then graded by the
 command line into a copy of a built course, and nbgrader's own ``export`` and
 ``generate_feedback`` are run on the result. Last, a real Jupyter server runs nbgrader's formgrader on a copy
-of the graded course: the test uses its pages and JSON API as the browser does, gives written answers their
-points, and grades again.
+of the graded course: the test uses its pages and JSON API as the browser does, finds the model answer and rubric
+under each written answer (and none in the feedback), gives written answers their points, and grades again.
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import grade, gradebook, release, report, submissions
+from autograder import grade, gradebook, release, report, rubrics, submissions
 from course.section import section
 from tests.support import corpus
+from tests.test_rubrics import needles, plain_runs
 
 SLUG = corpus.SLUG
 needs_bwrap = pytest.mark.skipif(
@@ -639,6 +640,16 @@ def test_the_formgrader_shows_the_graded_class_and_its_scores_survive_a_regrade(
         assert status == 200 and f"partly/{SLUG}/{SLUG}" in page
         for gid in ("test_sharp_similarity", "answer_exact_lookup", "answer_search_engine"):
             assert f'class="score tabbable" id="{gid}"' in page  # a score box per graded cell
+        # Under each written answer, before the next one, the grader reads its model answer and rubric.
+        entries = rubrics.load(section(SLUG))
+        boxes = sorted((page.index(f'class="score tabbable" id="{gid}"'), gid) for gid in entries)
+        for k, (at, gid) in enumerate(boxes):
+            end = boxes[k + 1][0] if k + 1 < len(boxes) else len(page)
+            shown = page[at:end]
+            assert rubrics.TITLE in shown, f"no model answer under {gid}"
+            assert (
+                plain_runs(entries[gid].answer)[0] in shown and plain_runs(entries[gid].criteria[-1].text)[0] in shown
+            )
 
         grades = {g["name"]: g for g in server.get(f"/formgrader/api/grades?submission_id={partly['id']}")}
         assert (grades["test_sharp_similarity"]["auto_score"], grades["answer_exact_lookup"]["auto_score"]) == (0, None)
@@ -647,6 +658,24 @@ def test_the_formgrader_shows_the_graded_class_and_its_scores_survive_a_regrade(
             assert status == 200 and json.loads(body)["manual_score"] == points
     finally:
         server.close()
+
+    # The students' feedback (the grading run's and nbgrader's own) never shows a model answer or a rubric.
+    secret = needles(section(SLUG))
+    for student in ("good", "good_too", "partly"):
+        autograded = nbformat.read(course_dir / "autograded" / student / SLUG / f"{SLUG}.ipynb", as_version=4)
+        assert sum(rubrics.TAG in c.metadata.get("tags", []) for c in autograded.cells) == len(entries)
+        feedback = (course_dir / "feedback" / student / SLUG / f"{SLUG}.html").read_text()
+        assert "Score" in feedback and not [n for n in secret if n in feedback], f"{student}'s feedback shows them"
+    again = subprocess.run(
+        [release.nbgrader_bin(), "generate_feedback", SLUG, "--force", "--log-level=ERROR"],
+        cwd=course_dir,
+        env=release.venv_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert again.returncode == 0, again.stderr
+    feedback = (course_dir / "feedback" / "partly" / SLUG / f"{SLUG}.html").read_text()
+    assert rubrics.TITLE not in feedback and not [n for n in secret if n in feedback]
 
     out = tmp_path / "out"
     args = [str(root / "class"), "--course", str(course_dir), "--jobs", "2", "--out", str(out), "--quiet"]

@@ -190,9 +190,9 @@ def test_the_grader_cell_follows_each_answer_and_only_the_feedback_configuration
     feedback = HTMLExporter(config=config)
     listed = config.GenerateFeedback.preprocessors
     assert "ClearModelAnswers" in [pp.__name__ for pp in listed]
-    for pp in listed:  # GetGrades reads the gradebook: tests/test_grade_cli.py runs the whole of it
+    for pp in listed:  # as nbgrader registers them; GetGrades reads the gradebook: tests/test_grade_cli.py runs it
         if pp.__name__ != "GetGrades":
-            feedback.register_preprocessor(pp, enabled=True)
+            feedback.register_preprocessor(pp)
     html = feedback.from_notebook_node(graded)[0]
     assert snippet not in html and rubrics.TITLE not in html
     assert "YOUR ANSWER HERE" in html  # the rest of the notebook is still there
