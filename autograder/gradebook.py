@@ -52,7 +52,7 @@ def failure_summary(output) -> str:
     made the same mistake: a failed check's first line (its index details dropped), else ``Error: message``."""
     ename, evalue = output_text(output.get("ename", "")), output_text(output.get("evalue", ""))
     first = evalue.strip().splitlines()[0].strip() if evalue.strip() else ""
-    if ename == "AssertionError" and first:
+    if ename in ("AssertionError", "CheckFailed") and first:  # CheckFailed: qkv.checks' own AssertionError
         return _DETAIL.sub("", first)[:160]
     return f"{ename}: {first}"[:160] if first else ename[:160]
 

@@ -242,8 +242,13 @@ def test_failures_name_the_check_that_failed_the_same_way_for_everyone():
     nb.cells[0].outputs = [error("NameError", "name 'x' is not defined")]  # an answer cell: not a test
     nb.cells[1].outputs = [nbformat.v4.new_output("stream", text="hi\n"), error("AssertionError", check)]
     nb.cells[2].outputs = [error("NotImplementedError", "")]
+    nb.cells[3].outputs = [error("CheckFailed", "w differs from the reference in the masked keys\n  where: (0, 2)")]
     nb.cells[4].outputs = [error("ValueError", "bad")]
-    assert gradebook.failures(nb) == {"test_f": "scores differs from the reference", "test_g": "NotImplementedError"}
+    assert gradebook.failures(nb) == {
+        "test_f": "scores differs from the reference",
+        "test_g": "NotImplementedError",
+        "test_h": "w differs from the reference in the masked keys",  # a qkv.checks.CheckFailed
+    }
     assert (
         gradebook.failure_summary(error("TypeError", "f() takes 2 arguments\nmore"))
         == "TypeError: f() takes 2 arguments"
