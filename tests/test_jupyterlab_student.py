@@ -1,0 +1,229 @@
+"""JupyterLab as a student meets it: the student configuration (``student/jupyter/``), a release notebook, Chromium.
+
+One test drives a real JupyterLab, started token-less on 127.0.0.1 with ``JUPYTER_CONFIG_PATH`` set as ``make lab``
+sets it, over a temporary copy of 11.1's release notebook, in headless Chromium (Debian's, through Playwright,
+as ``tests/support/browser.py`` launches it). It opens the notebook (which must not open as modified), runs all
+cells (every test cell must run and report its unanswered exercise), answers one stub with its reference solution,
+runs that stub's test (which must now pass), clicks nbgrader's Validate button and reads its result, and checks that
+nbgrader's instructor tools (Create Assignment, Formgrader, the course and assignment lists, the Nbgrader menu) are
+absent while Markdown files open as Jupytext notebooks. A screenshot is kept as
+``_build/screenshots/jupyterlab-student.png``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course import notebooks as nbs
+from tests.support import browser, corpus
+
+pytestmark = pytest.mark.browser
+
+ROOT = nbs.ROOT
+STUDENT_CONFIG = ROOT / "student" / "jupyter"
+SCREENSHOT = ROOT / "_build" / "screenshots" / "jupyterlab-student.png"
+NOTEBOOK = f"{corpus.SLUG}.ipynb"
+START_TIMEOUT_S = 60
+
+# The notebook panel JupyterLab shows, and what its cells hold (window.jupyterapp: expose_app_in_browser).
+_PANEL_JS = "window.jupyterapp.shell.currentWidget"
+_CELLS_JS = f"""() => {_PANEL_JS}.content.widgets.map(w => ({{
+  type: w.model.type,
+  count: w.model.type === 'code' ? w.model.executionCount : null,
+  grade_id: ((w.model.getMetadata('nbgrader') || {{}}).grade_id) || null,
+  may_fail: (w.model.getMetadata('tags') || []).includes('raises-exception'),
+  errors: w.model.type === 'code'
+    ? w.model.outputs.toJSON().filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue) : [],
+}}))"""
+
+# Run All has finished: every code cell has an execution count and the kernel is idle.
+_ALL_RAN_JS = f"""() => {_PANEL_JS}.sessionContext.session.kernel.status === 'idle'
+  && {_PANEL_JS}.content.widgets.every(w => w.model.type !== 'code' || w.model.executionCount !== null)"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((browser.LOCAL_HOST, 0))
+        return sock.getsockname()[1]
+
+
+def _start_lab(folder: Path, port: int, log: Path) -> subprocess.Popen:
+    """JupyterLab over ``folder`` with the student configuration, token-less on 127.0.0.1:``port``."""
+    env = dict(os.environ)
+    env["JUPYTER_CONFIG_PATH"] = str(STUDENT_CONFIG)  # as make lab, Binder's start and a hub image set it
+    env["JUPYTER_RUNTIME_DIR"] = str(folder.parent / "runtime")
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    cmd = [
+        str(Path(sys.executable).with_name("jupyter")),
+        "lab",
+        "--no-browser",
+        f"--ip={browser.LOCAL_HOST}",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        "--IdentityProvider.token=",
+        "--ServerApp.password=",
+        f"--ServerApp.root_dir={folder}",
+        f"--LabApp.user_settings_dir={folder.parent / 'user-settings'}",
+        f"--LabApp.workspaces_dir={folder.parent / 'workspaces'}",
+        "--LabApp.expose_app_in_browser=True",
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    with open(log, "w") as out:
+        return subprocess.Popen(cmd, cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def _wait_until_up(url: str, process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"JupyterLab exited with {process.returncode}:\n{log.read_text()[-3000:]}", pytrace=False)
+        try:
+            with urllib.request.urlopen(f"{url}api/status", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.3)
+    pytest.fail(f"JupyterLab did not answer within {START_TIMEOUT_S} s:\n{log.read_text()[-3000:]}", pytrace=False)
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """``(url, folder)``: JupyterLab with the student configuration over a folder holding 11.1's release."""
+    if not browser.CHROMIUM.exists():
+        pytest.skip(f"{browser.CHROMIUM} not found: install Debian's chromium (apt-get install chromium)")
+    pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (it is in the dev extra)")
+    release = corpus.course_template((corpus.SLUG,)) / "release" / corpus.SLUG / NOTEBOOK
+    folder = tmp_path / "student"
+    folder.mkdir()
+    shutil.copyfile(release, folder / NOTEBOOK)
+    port, log = _free_port(), tmp_path / "jupyterlab.log"
+    process = _start_lab(folder, port, log)
+    try:
+        url = f"http://{browser.LOCAL_HOST}:{port}/"
+        _wait_until_up(url, process, log)
+        yield url, folder
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_a_student_runs_answers_and_validates_a_notebook_in_jupyterlab(lab):
+    url, folder = lab
+    release = nbformat.read(folder / NOTEBOOK, as_version=4)
+    solved = corpus.solved_notebook(folder / NOTEBOOK, corpus.SLUG)
+    stub_ids = [nbs.grade_id(c) for c in release.cells if nbs.role(c) == "stub"]
+    test_ids = [nbs.grade_id(c) for c in release.cells if nbs.role(c) == "test"]
+    answers = [c for c in release.cells if nbs.role(c) == "answer"]
+    chosen = stub_ids[0]
+
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = browser.launch(playwright)
+        page = chromium.new_page(viewport={"width": 1400, "height": 900})
+        page.set_default_timeout(60_000)
+        try:
+            page.goto(f"{url}lab/tree/{NOTEBOOK}")
+            page.wait_for_function(
+                f"() => window.jupyterapp && {_PANEL_JS} && {_PANEL_JS}.context && {_PANEL_JS}.context.isReady"
+                f" && {_PANEL_JS}.sessionContext.session && {_PANEL_JS}.sessionContext.session.kernel"
+                f" && {_PANEL_JS}.sessionContext.session.kernel.status === 'idle'"
+            )
+            page.wait_for_timeout(500)  # the kernel's info reply (language_info) has been applied by now
+            assert page.evaluate(f"() => {_PANEL_JS}.context.model.dirty") is False, (
+                "the untouched release notebook opens as modified (does its metadata lack language_info?)"
+            )
+
+            # The student's JupyterLab: the Validate button, and none of nbgrader's instructor tools.
+            tools = page.evaluate(
+                """() => ({
+                  menu: !!document.querySelector('#jp-mainmenu-nbgrader'),
+                  menubar: document.querySelector('#jp-menu-panel, #jp-top-panel').innerText,
+                  panel: !!document.querySelector('#nbgrader-create_assignemnt'),
+                  commands: ['nbgrader:open-create-assignment', 'nbgrader:open-formgrader',
+                             'nbgrader:open-course-list', 'nbgrader:open-assignment-list']
+                            .filter(c => window.jupyterapp.commands.hasCommand(c)),
+                  validate: document.querySelectorAll('.validate-button').length,
+                  mdViewer: window.jupyterapp.docRegistry.defaultWidgetFactory('intro.md').name,
+                })"""
+            )
+            assert not tools["menu"] and "Nbgrader" not in tools["menubar"], "the Nbgrader menu is there"
+            assert not tools["panel"], "the Create Assignment panel is there"
+            assert tools["commands"] == [], f"instructor commands are registered: {tools['commands']}"
+            assert tools["validate"] == 1, "the notebook's toolbar has no Validate button"
+            assert tools["mdViewer"] == "Jupytext Notebook", f"a .md file opens with {tools['mdViewer']!r}"
+
+            # Run All: every cell runs, and each test cell reports its unanswered exercise.
+            # (The command's promise settles at the first failing cell; the queued cells run on in the kernel.)
+            page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+            try:
+                page.wait_for_function(_ALL_RAN_JS, timeout=90_000)
+            except PlaywrightTimeout:
+                pass  # the assertion below names the cells that never ran
+            cells = page.evaluate(_CELLS_JS)
+            not_run = [i for i, c in enumerate(cells) if c["type"] == "code" and c["count"] is None]
+            assert not not_run, f"Run All stopped: code cells {not_run} did not run"
+            by_id = {c["grade_id"]: c for c in cells if c["grade_id"]}
+            for grade in test_ids:
+                assert by_id[grade]["errors"], f"{grade} passed with its exercise unanswered"
+            unexpected = [(i, c["errors"]) for i, c in enumerate(cells) if c["errors"] and not c["may_fail"]]
+            assert not unexpected, f"cells not tagged raises-exception failed: {unexpected}"
+
+            # The student answers one stub, runs it, then its test: it passes.
+            index = {c["grade_id"]: i for i, c in enumerate(cells) if c["grade_id"]}
+            answer = corpus.find_cell(solved, chosen).source
+            page.evaluate(
+                "([i, text]) => window.jupyterapp.shell.currentWidget.content.widgets[i].model.sharedModel"
+                ".setSource(text)",
+                [index[chosen], answer],
+            )
+            for grade in (chosen, f"test_{chosen}"):
+                page.evaluate(
+                    "async (i) => { const nb = window.jupyterapp.shell.currentWidget.content;"
+                    " nb.activeCellIndex = i; nb.deselectAll();"
+                    " await window.jupyterapp.commands.execute('notebook:run-cell'); }",
+                    index[grade],
+                )
+            after = page.evaluate(_CELLS_JS)
+            assert after[index[chosen]]["errors"] == [], f"{chosen}: {after[index[chosen]]['errors']}"
+            assert after[index[f"test_{chosen}"]]["errors"] == [], (
+                f"test_{chosen} still fails with the reference answer: {after[index[f'test_{chosen}']]['errors']}"
+            )
+
+            # Validate: saves, runs nbgrader validate on the server, shows the result in a dialog.
+            page.locator(".validate-button").first.click()
+            dialog = page.locator(".jp-Dialog")
+            dialog.wait_for(state="visible", timeout=90_000)
+            said = dialog.inner_text()
+            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+            SCREENSHOT.with_suffix(".validate.txt").write_text(said)
+            # nbgrader lists each failing cell: the tests of the exercises still open, and the empty written answers.
+            expected = len(test_ids) - 1 + len(answers)
+            assert said.count("The following cell failed") == expected, (
+                f"Validate should list the {len(test_ids) - 1} tests still failing and the {len(answers)} empty "
+                f"written answers ({expected} cells); it said:\n{said[:3000]}"
+            )
+            assert said.count("You did not provide a response.") == len(answers), said[:3000]
+            for grade in stub_ids[1:]:
+                assert grade in said, f"Validate does not name the unanswered exercise {grade}:\n{said[:3000]}"
+            saved = nbformat.read(folder / NOTEBOOK, as_version=4)
+            assert corpus.find_cell(saved, chosen).source == answer, "Validate did not save the answer first"
+        finally:
+            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOT))
+            chromium.close()
