@@ -27,3 +27,18 @@ checks.check_close(_out, _T.tensor(_o_ref, dtype=_T.float64), "output (hidden, v
 _out1, _w1 = attention_pooling(_q[:1], _k, _v, _sim)
 checks.check_shape(_out1, (1, 5), "output for a single query")
 checks.check_close(_w1, _T.tensor(_w_ref[:1], dtype=_T.float64), "weights for a single query", atol=1e-9)
+# Large scores, float32: a similarity whose scores lie between 100 and 300 (exp overflows float32 past about 88), so a
+# softmax written as exp(scores) / sum(exp(scores)) gives inf / inf = NaN; torch's softmax subtracts each row's maximum.
+_big = 100 + 200 * _T.rand(3, 6, generator=_g, dtype=_T.float32)  # (Q, K) scores in [100, 300]
+
+
+def _big_sim(a, b):
+    return _big  # the same large scores whatever the queries and keys
+
+
+_vb = _v.to(_T.float32)
+_out_b, _w_b = attention_pooling(_q[:3].to(_T.float32), _k.to(_T.float32), _vb, _big_sim)
+_w_b_ref = _T.softmax(_big, dim=-1)
+_hint_b = "scores above 88 overflow exp in float32: use torch.softmax, which subtracts each row's maximum first"
+checks.check_close(_w_b, _w_b_ref, "weights for scores between 100 and 300 (float32)", atol=1e-6, hint=_hint_b)
+checks.check_close(_out_b, _T.matmul(_w_b_ref, _vb), "output for scores between 100 and 300", atol=1e-5, hint=_hint_b)
