@@ -1,7 +1,10 @@
 # Hidden: float64, d = 3 and v = 2, keys of very different norms, no mask, lengths per example and per query;
 # references from explicit squared distances, softmax(-||q - k||^2 / (2 sqrt(d))); in training mode dropout acts on the
-# weights.
+# weights; and no tensor of the size of the (B, Q, K, d) differences q - k is ever made.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+import torch.overrides as _ov
+
+
 def _distance(qi, kj):
     return -sum((a - b) ** 2 for a, b in zip(qi, kj)) / (2 * _math.sqrt(len(qi)))
 
@@ -31,4 +34,49 @@ for _name, _arg, _lens in _cases:
     checks.check_close(_out, _T.tensor(_O, dtype=_f64), f"output (hidden, float64, {_name})", atol=1e-12, rtol=0)
 _check_dropout_on_weights(
     DistanceAttention(0.5), _T.randn(1, 64, 2, generator=_g, dtype=_f64), _T.zeros(1, 3, 2, dtype=_f64), 0.5
+)
+
+
+# Memory: the exercise's point is one bmm plus the keys' squared norms, never the (B, Q, K, d) tensor of all the
+# differences q - k. The probe records the storage of every tensor a torch function returns during one call (a
+# TorchFunctionMode: deterministic and fast, where the profiler's first start alone takes seconds) and compares the
+# largest with the inputs and the (B, Q, K) scores; with d = 128 the differences are 12 times the allowance.
+_Tensor = type(_T.zeros(0))
+
+
+class _LargestStorage(_ov.TorchFunctionMode):
+    """While on, records the largest storage, in bytes, of any tensor a torch function returns."""
+
+    def __init__(self):
+        super().__init__()
+        self.largest = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, tuple | list) else (out,):
+            if isinstance(t, _Tensor):
+                try:
+                    self.largest = max(self.largest, t.untyped_storage().nbytes())
+                except (RuntimeError, NotImplementedError):  # a tensor without storage (meta, sparse) allocates none
+                    pass
+        return out
+
+
+_B, _Q, _K, _d = 2, 40, 48, 128
+_qm = _T.randn(_B, _Q, _d, generator=_g, dtype=_f64)
+_km = _T.randn(_B, _K, _d, generator=_g, dtype=_f64)
+_vm = _T.randn(_B, _K, 3, generator=_g, dtype=_f64)
+_allowed = 4 * 8 * max(_B * _Q * _K, _B * _Q * _d, _B * _K * _d)  # bytes: 4 x the largest input or (B, Q, K)
+_layer = DistanceAttention(0.0)
+_layer.eval()
+with _LargestStorage() as _probe:
+    _out = _layer(_qm, _km, _vm, _T.tensor([7, 48]))
+checks.check_shape(_out, (_B, _Q, 3), "output (hidden, memory probe, 40 queries, 48 keys, d = 128)")
+checks.check_true(
+    _probe.largest <= _allowed,
+    f"DistanceAttention with 40 queries, 48 keys and d = 128 made a tensor of {_probe.largest} bytes; one bmm and "
+    f"the keys' squared norms need no tensor above {_allowed} bytes (the (B, Q, K, d) differences take "
+    f"{8 * _B * _Q * _K * _d})",
+    hint="do not form q - k for every pair of query and key: compute q.k with one torch.bmm and subtract half "
+    "of each key's squared norm, (keys**2).sum(dim=-1)",
 )
