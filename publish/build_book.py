@@ -31,6 +31,7 @@ from publish.vendor import mathjax_dir
 
 ROOT = nbs.ROOT
 EDITIONS = ("student", "solutions")
+RAISES = "raises-exception"  # the tag that lets a cell fail without stopping the notebook
 STAGED_FILES = ("_config.yml", "_toc.yml", "references.bib")
 
 
@@ -66,6 +67,12 @@ def stage(edition: str, dest: Path) -> list[Path]:
             nb = nbs.read(src)
             if edition == "solutions":
                 nb = assemble.solved(nb, graded[src], model_answers=True)
+                for cell in nb.cells:
+                    # Students' Run All goes past a failing test (raises-exception); with every stub answered, a
+                    # failing test is a bug of the course, and must stop this edition's build.
+                    tags = cell.metadata.get("tags", [])
+                    if RAISES in tags:
+                        cell.metadata["tags"] = [t for t in tags if t != RAISES]
             else:
                 for cell in nb.cells:
                     if nbs.role(cell) in ("stub", "test") or nbs.USES_ANSWERS in cell.metadata.get("tags", []):

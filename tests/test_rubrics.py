@@ -207,3 +207,17 @@ def test_source_answers_reads_a_course_notebook_and_nothing_without_one(tmp_path
     nbformat.write(source, str(path))
     assert rubrics.source_answers(path) == {gid: r.markdown() for gid, r in rubrics.load(section).items()}
     assert rubrics.source_answers(tmp_path / "missing.ipynb") == {}
+
+
+def test_the_solutions_edition_lets_no_cell_fail_quietly(tmp_path):
+    """Students' test cells carry raises-exception (Run All goes on past them); the solutions edition answers every
+    stub, so there a failing test is the course's bug and must stop the build: no cell keeps the tag."""
+    build_book.stage("solutions", tmp_path / "solutions")
+    staged = sorted((tmp_path / "solutions" / "book").glob("*.md"))
+    assert staged
+    tagged = []
+    for path in staged:
+        for i, cell in enumerate(nbs.read(path).cells):
+            if build_book.RAISES in cell.metadata.get("tags", []):
+                tagged.append(f"{path.name} cell {i}")
+    assert not tagged, f"cells of the solutions edition that may fail quietly: {tagged}"
