@@ -6,8 +6,10 @@ as ``tests/support/browser.py`` launches it). It opens the notebook (which must 
 cells (every test cell must run and report its unanswered exercise), answers one stub with its reference solution,
 runs that stub's test (which must now pass), clicks nbgrader's Validate button and reads its result, and checks that
 nbgrader's instructor tools (Create Assignment, Formgrader, the course and assignment lists, the Nbgrader menu) are
-absent while Markdown files open as Jupytext notebooks. A screenshot is kept as
-``_build/screenshots/jupyterlab-student.png``.
+absent. The opening's citation renders as a link, and a section's source from ``book/`` opens (as a double-click
+opens it) as a Jupytext notebook whose link to another section's ``.md`` file opens that file. A screenshot of the
+Validate result is kept as ``_build/screenshots/jupyterlab-student.png`` (``jupyterlab-student-failed.png`` when a
+step fails).
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from course import notebooks as nbs
 from tests.support import browser, corpus
 
 pytestmark = pytest.mark.browser
+try:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+except ImportError:  # the fixture skips the test
+    PlaywrightTimeout = TimeoutError
 
 ROOT = nbs.ROOT
 STUDENT_CONFIG = ROOT / "student" / "jupyter"
@@ -106,6 +112,9 @@ def lab(tmp_path):
     folder = tmp_path / "student"
     folder.mkdir()
     shutil.copyfile(release, folder / NOTEBOOK)
+    (folder / "book").mkdir()
+    for source in nbs.BOOK.glob("*.md"):  # the book's sources, as a student finds them in the public repository
+        shutil.copyfile(source, folder / "book" / source.name)
     port, log = _free_port(), tmp_path / "jupyterlab.log"
     process = _start_lab(folder, port, log)
     try:
@@ -130,7 +139,6 @@ def test_a_student_runs_answers_and_validates_a_notebook_in_jupyterlab(lab):
     answers = [c for c in release.cells if nbs.role(c) == "answer"]
     chosen = stub_ids[0]
 
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -223,7 +231,57 @@ def test_a_student_runs_answers_and_validates_a_notebook_in_jupyterlab(lab):
                 assert grade in said, f"Validate does not name the unanswered exercise {grade}:\n{said[:3000]}"
             saved = nbformat.read(folder / NOTEBOOK, as_version=4)
             assert corpus.find_cell(saved, chosen).source == answer, "Validate did not save the answer first"
-        finally:
-            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOT))
+            dialog.locator("button").last.click()
+
+            # Citations render as text and links (with {cite} JupyterLab shows the raw key and a warning).
+            opening = page.evaluate(
+                f"() => {{ const c = {_PANEL_JS}.content.widgets[0];"
+                " return {text: c.node.innerText, links: [...c.node.querySelectorAll('a[href]')].map(a => a.href)}; }"
+            )
+            assert any("d2l.ai" in link for link in opening["links"]), f"no link to D2L in the opening: {opening}"
+            assert "{cite}" not in opening["text"] and "Zhang.Lipton" not in opening["text"], opening["text"][:500]
+
+            # A source opened as the student opens it (double-click: its default viewer) is a notebook, and a link
+            # to another section's file opens that file.
+            _open_book_link(page, "book/attention-scoring-functions.md", "attention-cost-lab.md")
+        except Exception:
+            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOT.with_name("jupyterlab-student-failed.png")))
+            raise
+        finally:
             chromium.close()
+
+
+def _open_book_link(page, path: str, target: str) -> None:
+    """Open ``path`` with its default viewer, click its first link to ``target``; the tab that opens shows it."""
+    page.evaluate("(path) => { window.jupyterapp.commands.execute('docmanager:open', {path}); }", path)
+    page.wait_for_function(
+        f"(path) => {_PANEL_JS} && {_PANEL_JS}.context && {_PANEL_JS}.context.path === path"
+        f" && {_PANEL_JS}.context.isReady",
+        arg=path,
+    )
+    is_notebook = page.evaluate(f"() => Array.isArray({_PANEL_JS}.content.widgets)")
+    assert is_notebook, f"{path} opened in a text editor, not as a notebook (jupytext's default viewer)"
+    index = page.evaluate(
+        f"(target) => {_PANEL_JS}.content.widgets.findIndex(w => w.model.type === 'markdown'"
+        " && w.model.sharedModel.getSource().includes('](' + target + ')'))",
+        target,
+    )
+    assert index >= 0, f"{path} has no Markdown link to {target}"
+    page.evaluate(
+        f"async (i) => {{ const nb = {_PANEL_JS}.content; await nb.scrollToItem(i, 'center');"
+        " nb.widgets[i].node.setAttribute('data-qkv-link-cell', ''); }",
+        index,
+    )
+    link = page.locator(f"[data-qkv-link-cell] a[href*='{target}']").first
+    try:
+        link.wait_for(state="visible", timeout=20_000)  # jupyterlab-myst renders the cell asynchronously
+    except PlaywrightTimeout:
+        hrefs = page.locator("[data-qkv-link-cell] a").evaluate_all("els => els.map(a => a.getAttribute('href'))")
+        pytest.fail(f"{path}: the rendered cell links to {hrefs}, not to {target}", pytrace=False)
+    link.click()
+    page.wait_for_function(
+        f"(path) => {_PANEL_JS} && {_PANEL_JS}.context && {_PANEL_JS}.context.path === path",
+        arg=f"book/{target}",
+    )
