@@ -93,3 +93,30 @@ with checks.forbid_reference(masked_softmax, (_qa, "masked_softmax"), (_qa, "val
         rtol=0,
         hint="do not modify X in place (X[...] = ...); masked_fill returns a new tensor",
     )
+
+# Devices: every tensor the answer makes must live on X's device. Tensors on the 'meta' device hold shapes and no data,
+# and a 'meta' tensor cannot meet a CPU one, so a mask made on the CPU (torch.arange(K) without device=) fails here as
+# it fails on a GPU, while a correct answer returns a 'meta' tensor of X's shape and dtype.
+for _name, _lens in (
+    ("lengths per example (B,)", _T.tensor([1, 5], device="meta")),
+    ("lengths per query (B, Q)", _T.tensor([[1, 2, 5], [5, 3, 4]], device="meta")),
+):
+    try:
+        _Wm, _err = masked_softmax(_T.zeros(2, 3, 5, dtype=_f64, device="meta"), _lens), None
+    except Exception as _e:  # report what the student's code raised, in one line
+        _Wm, _err = None, f"{type(_e).__name__}: {str(_e).splitlines()[0] if str(_e) else ''}"
+    _hint_m = (
+        "make every new tensor on the scores' device, as in torch.arange(K, device=X.device), "
+        "and do not read values out of tensors (.item(), int(), .tolist())"
+    )
+    checks.check_true(
+        _err is None,
+        f"masked_softmax with X and {_name} on another device than the CPU ('meta') should work; it raised {_err}",
+        hint=_hint_m,
+    )
+    checks.check_shape(_Wm, (2, 3, 5), f"weights on the 'meta' device ({_name})")
+    checks.check_true(
+        str(_Wm.device) == "meta" and _Wm.dtype == _f64,
+        f"the weights should be on X's device ('meta') with X's dtype ({_name}); got {_Wm.device}, {_Wm.dtype}",
+        hint=_hint_m,
+    )
