@@ -1,5 +1,9 @@
 """JupyterLab as a student meets it: the student configuration (``student/jupyter/``), a release notebook, Chromium.
 
+A fast test checks what each configuration loads of nbgrader: everything for the instructor (no
+``JUPYTER_CONFIG_PATH``), only validation for students (``student/jupyter``), and validation plus the assignment
+list on a hub with an exchange (``student/exchange`` in front).
+
 One test drives a real JupyterLab, started token-less on 127.0.0.1 with ``JUPYTER_CONFIG_PATH`` set as ``make lab``
 sets it, over a temporary copy of 11.1's release notebook, in headless Chromium (Debian's, through Playwright,
 as ``tests/support/browser.py`` launches it). It opens the notebook (which must not open as modified), runs all
@@ -14,6 +18,7 @@ step fails).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -29,7 +34,6 @@ import pytest
 from course import notebooks as nbs
 from tests.support import browser, corpus
 
-pytestmark = pytest.mark.browser
 try:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 except ImportError:  # the fixture skips the test
@@ -55,6 +59,44 @@ _CELLS_JS = f"""() => {_PANEL_JS}.content.widgets.map(w => ({{
 # Run All has finished: every code cell has an execution count and the kernel is idle.
 _ALL_RAN_JS = f"""() => {_PANEL_JS}.sessionContext.session.kernel.status === 'idle'
   && {_PANEL_JS}.content.widgets.every(w => w.model.type !== 'code' || w.model.executionCount !== null)"""
+
+
+# What a Jupyter server started with JUPYTER_CONFIG_PATH (argv[1]) loads of nbgrader, and which lab plugins it disables.
+_LOADED = """
+import json
+from jupyter_server.serverapp import ServerApp
+from jupyterlab_server.config import get_static_page_config
+app = ServerApp()
+app.load_config_file()
+app.find_server_extensions()
+disabled = get_static_page_config(level="all").get("disabledExtensions", {})
+print(json.dumps({
+    "server": sorted(k.rsplit(".", 1)[-1] for k, on in app.jpserver_extensions.items() if on and "nbgrader" in k),
+    "disabled": sorted(k.split(":")[-1] for k, off in disabled.items() if off and "nbgrader" in k),
+}))
+"""
+NBGRADER_TOOLS = ["assignment-list", "course-list", "create-assignment", "formgrader", "menu"]
+
+
+@pytest.mark.parametrize(
+    ("config_path", "server", "disabled"),
+    [
+        ("", ["assignment_list", "course_list", "formgrader", "validate_assignment"], []),  # the instructor's
+        ("student/jupyter", ["validate_assignment"], NBGRADER_TOOLS),
+        ("student/exchange:student/jupyter", ["assignment_list", "validate_assignment"], NBGRADER_TOOLS[1:4]),
+    ],
+    ids=["instructor", "student", "student-with-exchange"],
+)
+def test_each_configuration_loads_only_its_nbgrader_tools(config_path, server, disabled, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "JUPYTER_CONFIG_PATH"}
+    if config_path:
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(str(ROOT / part) for part in config_path.split(":"))
+    result = subprocess.run(
+        [sys.executable, "-c", _LOADED], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert loaded == {"server": server, "disabled": disabled}, f"JUPYTER_CONFIG_PATH={config_path!r}"
 
 
 def _free_port() -> int:
@@ -130,6 +172,7 @@ def lab(tmp_path):
             process.wait()
 
 
+@pytest.mark.browser
 def test_a_student_runs_answers_and_validates_a_notebook_in_jupyterlab(lab):
     url, folder = lab
     release = nbformat.read(folder / NOTEBOOK, as_version=4)
