@@ -68,3 +68,46 @@ checks.check_true(
     f"the time at n = {_ns[-1]} is in milliseconds: {float(_times[-1]):.4g} against our {_ref:.4g} ms",
     hint="return timing.benchmark's median_ms unchanged",
 )
+
+# Devices: the inputs must be made on the device given. On the 'meta' device (shapes, no data; no CPU tensor is on
+# it), a fake attention records the device of what it receives and advances a fake clock by (n / 64)^2 ms a call, so
+# the sweep must give exactly the exponent 2 and those times.
+_now, _devices = [0.0], set()
+
+
+def _fake_clock():
+    return _now[0]
+
+
+def _meta_attention(q, k, v):
+    _devices.update(str(t.device) for t in (q, k, v))
+    _now[0] += (int(q.shape[1]) / 64) ** 2 * 1e-3  # seconds: 1 ms at n = 64, quadratic in n
+    return v
+
+
+try:
+    _k_meta, _times_meta = measured_exponent(
+        _meta_attention, _ns, d=_d, batch=_b, device="meta", warmup=1, repeats=3, clock=_fake_clock
+    )
+    _err = None
+except Exception as _e:  # report what the student's code raised, in one line
+    _err = f"{type(_e).__name__}: {str(_e).splitlines()[0] if str(_e) else ''}"
+_hint_dev = "make the queries, keys and values with device=device, and pass device=device on to timing.benchmark"
+checks.check_true(
+    _err is None, f"measured_exponent with device='meta' (a device that holds shapes only) raised {_err}", _hint_dev
+)
+checks.check_true(
+    _devices == {"meta"},
+    f"with device='meta', attention receives tensors on that device; they were on {sorted(_devices)}",
+    hint=_hint_dev,
+)
+checks.check_scalar(
+    float(_k_meta), 2.0, "the exponent for a fake clock that runs (n / 64)^2 ms a call, on device='meta'", atol=1e-6
+)
+checks.check_true(
+    type(_times_meta) is list
+    and len(_times_meta) == len(_ns)
+    and all(abs(float(t) - (n / 64) ** 2) < 1e-6 for t, n in zip(_times_meta, _ns)),
+    f"with a fake clock that runs (n / 64)^2 ms a call, times_ms is {[(n / 64) ** 2 for n in _ns]}",
+    hint="return timing.benchmark's median_ms for every n, in the order of ns",
+)
