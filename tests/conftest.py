@@ -44,3 +44,28 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+@pytest.fixture
+def close_figures():
+    """Close every matplotlib figure a test opened (the widget and figure tests draw many)."""
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+@pytest.fixture
+def jupyter(monkeypatch):
+    """As in a Jupyter session: no book build, so the explorers return their ipywidgets panels."""
+    from qkv import widgets
+
+    monkeypatch.delenv(widgets.BOOK_BUILD_ENV, raising=False)
+
+
+@pytest.fixture
+def book_build(monkeypatch):
+    """As while the book is built: the explorers draw static figures."""
+    from qkv import widgets
+
+    monkeypatch.setenv(widgets.BOOK_BUILD_ENV, "1")

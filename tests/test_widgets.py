@@ -18,17 +18,7 @@ from qkv import widgets  # noqa: E402
 from qkv.widgets.attention_pooling import nadaraya_watson_explorer  # noqa: E402
 from qkv.widgets.attention_scoring_functions import softmax_scaling_explorer  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
-@pytest.fixture
-def jupyter(monkeypatch):
-    """As in a Jupyter session: no book build."""
-    monkeypatch.delenv(widgets.BOOK_BUILD_ENV, raising=False)
+pytestmark = pytest.mark.usefixtures("close_figures")
 
 
 def _line_data():

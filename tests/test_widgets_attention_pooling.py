@@ -15,25 +15,9 @@ import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from qkv import nadaraya_watson as nw  # noqa: E402
-from qkv import widgets  # noqa: E402
 from qkv.widgets.attention_pooling import KERNEL_NAMES, fit_curve, nadaraya_watson_explorer  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
-@pytest.fixture
-def jupyter(monkeypatch):
-    """As in a Jupyter session: no book build."""
-    monkeypatch.delenv(widgets.BOOK_BUILD_ENV, raising=False)
-
-
-@pytest.fixture
-def book_build(monkeypatch):
-    monkeypatch.setenv(widgets.BOOK_BUILD_ENV, "1")
+pytestmark = pytest.mark.usefixtures("close_figures")
 
 
 def _small_data():

@@ -14,7 +14,6 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from qkv import widgets  # noqa: E402
 from qkv.widgets.attention_scoring_functions import (  # noqa: E402
     attention_weight_samples,
     softmax_entropy,
@@ -24,22 +23,7 @@ from qkv.widgets.attention_scoring_functions import (  # noqa: E402
 
 D_VALUES = (1, 4, 16, 64, 256, 1024)
 
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
-@pytest.fixture
-def jupyter(monkeypatch):
-    """As in a Jupyter session: no book build."""
-    monkeypatch.delenv(widgets.BOOK_BUILD_ENV, raising=False)
-
-
-@pytest.fixture
-def book_build(monkeypatch):
-    monkeypatch.setenv(widgets.BOOK_BUILD_ENV, "1")
+pytestmark = pytest.mark.usefixtures("close_figures")
 
 
 def _title_number(title: str, label: str) -> float:
