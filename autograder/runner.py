@@ -396,10 +396,28 @@ def make_shell() -> GraderShell:
 # ---------------------------------------------------------------- running cells
 
 
+def _brief(err: BaseException, cells: dict[str, int]) -> bool:
+    """Whether ``err`` is shown as its message alone, as ``qkv.checks.install()`` shows it in Jupyter: a failed
+    check (``qkv.checks.CheckFailed``: its message is the whole report, and the frames would be the checks
+    library's), or an unanswered stub's ``NotImplementedError`` (raised in a cell, with the message the handler
+    gave it). Anything else keeps its traceback."""
+    kind = type(err)
+    if kind.__name__ == "CheckFailed" and kind.__module__ == "qkv.checks":
+        return True
+    if kind is NotImplementedError and err.args:
+        frames = traceback.extract_tb(err.__traceback__)
+        return bool(frames) and frames[-1].filename in cells
+    return False
+
+
 def _error_output(err: BaseException, cells: dict[str, int]) -> dict:
     """The error output of ``err``: Python's traceback without the frames of IPython and of this file (the
     grader's machinery), each frame of a cell named as Jupyter names it (``Cell In[3], line 2``, from
     ``cells``, file name -> execution count) and without its lines."""
+    if _brief(err, cells):
+        text = str(err)[:10_000].split("\n")
+        lines = [f"{type(err).__name__}: {text[0]}", *text[1:]]
+        return {"output_type": "error", "ename": type(err).__name__, "evalue": str(err)[:10_000], "traceback": lines}
     lines = []
     for frame in traceback.extract_tb(err.__traceback__):
         if os.path.abspath(frame.filename).startswith(MACHINERY):

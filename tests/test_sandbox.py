@@ -113,6 +113,28 @@ def test_tracebacks_show_no_line_of_a_cell_so_feedback_keeps_hidden_tests_hidden
     ]
 
 
+def test_a_failed_check_and_an_unanswered_stub_are_their_message_alone_as_in_jupyter(run_cells):
+    """As ``checks.install()`` shows them in Jupyter: the feedback of a failed check is its report, not frames of
+    ``qkv/checks.py``; an unanswered stub's error names the stub. Any other error keeps its frames."""
+    setup, failed, stub, other = run_cells(
+        "import torch\nfrom qkv import checks\nchecks.install();",
+        "checks.check_shape(torch.zeros(2, 3), (3, 2), 'weights', hint='one row per query')",
+        "def square(x):\n    # YOUR CODE HERE\n    raise NotImplementedError()\n\nsquare(2)",
+        "def f():\n    raise NotImplementedError('not on this device')\n\nimport math\nmath.sqrt(-1)",
+    )
+    assert setup == []
+    error = failed[-1]
+    assert error["ename"] == "CheckFailed"
+    assert error["traceback"][0] == "CheckFailed: weights has the wrong shape"
+    assert any("hint: one row per query" in line for line in error["traceback"])
+    assert not any("checks.py" in line or "Traceback" in line for line in error["traceback"])
+    error = stub[-1]
+    assert error["ename"] == "NotImplementedError" and "square" in error["evalue"]
+    assert error["traceback"] == [f"NotImplementedError: {error['evalue']}"]
+    error = other[-1]
+    assert error["ename"] == "ValueError" and error["traceback"][0] == "Traceback (most recent call last):"
+
+
 def test_run_cell_keeps_stdout_and_stderr_apart_in_order(run_cells):
     (out,) = run_cells("import sys\nprint('a')\nprint('b', file=sys.stderr)\nprint('c')")
     assert [(o["name"], o["text"]) for o in out] == [("stdout", "a\n"), ("stderr", "b\n"), ("stdout", "c\n")]
