@@ -6,6 +6,11 @@ _k = _T.randn(9, 2, generator=_g, dtype=_T.float64)
 _v = _T.randn(9, 4, generator=_g, dtype=_T.float64)
 _s = averaging_similarity(_q, _k)
 checks.check_shape(_s, (3, 9), "scores (hidden, 3 queries x 9 keys)")
+checks.check_true(
+    _s.dtype == _q.dtype,
+    f"the scores of float64 queries are float64 (hidden); they are {_s.dtype}",
+    hint="make the scores with the queries' dtype and device, e.g. with queries.new_zeros",
+)
 _out, _w = attention_pooling(_q, _k, _v, averaging_similarity)
 _mean = [sum(col) / 9 for col in zip(*_v.tolist())]
 checks.check_close(_out.to(_T.float64), _T.tensor([_mean] * 3, dtype=_T.float64), "output (hidden)", atol=1e-6)
