@@ -35,7 +35,10 @@ for _name, _kernel, _ref_kernel, _sigma in _cases:
         _w_ref,
         f"attention_weights ({_name}, width {_sigma}, 6 queries x 9 keys, float64)",
         atol=1e-9,
-        hint="divide the differences by sigma, and normalise each query's row",
+        hint=(
+            "divide the differences by sigma, then divide each query's kernel values by their sum"
+            " (not a softmax of them)"
+        ),
     )
     checks.check_close(
         _y_hat,
