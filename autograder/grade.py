@@ -74,7 +74,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder import gradebook, report, rubrics
+from autograder import gradebook, report, rubrics, scan
 from autograder import sandbox as sb
 from autograder.gradebook import output_text
 from autograder.nbcourse import Course
@@ -255,6 +255,7 @@ class Result:
     seconds_late: float = 0.0  # after the due date (nbgrader's timestamp and due date), 0 when on time
     late_penalty: float = 0.0  # points taken off by nbgrader's late-submission plugin (already out of score)
     failures: dict[str, str] = dataclasses.field(default_factory=dict)  # test grade_id -> what failed, one line
+    flags: tuple[str, ...] = ()  # answer lines that reach for the grader's objects, for a person (autograder.scan)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -322,6 +323,7 @@ class Prepared:
     status: str | None  # "missing" / "invalid notebook": nothing to run
     notes: list[str]
     tampered: list[str]
+    flags: tuple[str, ...] = ()  # what the static scan of the answer cells found (autograder.scan)
 
 
 def prepare(sub: Submission, course: Course) -> Prepared:
@@ -341,7 +343,20 @@ def prepare(sub: Submission, course: Course) -> Prepared:
     first = next((i for i, c in enumerate(nb.cells) if is_solution(c)), len(nb.cells))
     code = [(i, c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code"] if status is None else []
     prefix, cells = [(i, s) for i, s in code if i < first], [(i, s) for i, s in code if i >= first]
-    return Prepared(sub, nb, prefix, cells, status, notes + more, tampered)
+    flags = [] if status is not None else answer_flags(nb)
+    return Prepared(sub, nb, prefix, cells, status, notes + more, tampered, tuple(flags))
+
+
+def answer_flags(nb) -> list[str]:
+    """The static scan (:mod:`autograder.scan`) of the notebook's answer code cells, one line per flag."""
+    from nbgrader.utils import is_solution  # the rebuilt notebook's metadata is the course's
+
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type == "code" and is_solution(cell):
+            grade_id = cell.metadata["nbgrader"].get("grade_id", "?")
+            found += scan.describe(grade_id, scan.scan(cell.source))
+    return found
 
 
 def finish(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:
@@ -401,6 +416,7 @@ def finish(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:
         scores.seconds_late,
         scores.late_penalty,
         gradebook.failures(nb) if not zero else {},
+        prep.flags,
     )
 
 
@@ -559,6 +575,7 @@ def grade(
     out.mkdir(parents=True, exist_ok=True)
     report.write_csv(results, out / "grades.csv")
     report.write_failures(results, out / "failures.csv")
+    report.write_flags(results, out / "flags.csv")
     report.write_report(results, out)
     if feedback:
         report.generate_feedback(course, sorted({r.assignment for r in results}), jobs or os.cpu_count() or 1)

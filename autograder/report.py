@@ -79,6 +79,18 @@ def write_failures(results, path: Path) -> Path:
     return path
 
 
+def write_flags(results, path: Path) -> Path:
+    """``flags.csv``: one row per answer line that the static scan (:mod:`autograder.scan`) flags for a person
+    to look at (student, assignment, notebook, flag), whatever the notebook scored."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["student", "assignment", "notebook", "flag"])
+        for r in results:
+            for flag in r.flags:
+                writer.writerow([r.student, r.assignment, r.notebook, flag])
+    return path
+
+
 def common_failures(results, top: int = 3) -> dict[str, list[tuple[str, int]]]:
     """Per test (in notebook order): its ``top`` most frequent failures with how many notebooks had each."""
     counts: dict[str, Counter] = {}
@@ -182,6 +194,7 @@ def write_report(results, out: Path) -> Path:
             common=common,
             failed_in={g: sum(g in r.failures for r in results) for g in common},
             waiting={g: waiting[g] for g in exercise_columns(results) if waiting[g]},
+            flagged=[r for r in results if r.flags],
         )
     )
     path = out / "report.html"
