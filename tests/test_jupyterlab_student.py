@@ -328,3 +328,18 @@ def _open_book_link(page, path: str, target: str) -> None:
         f"(path) => {_PANEL_JS} && {_PANEL_JS}.context && {_PANEL_JS}.context.path === path",
         arg=f"book/{target}",
     )
+
+
+def test_student_settings_override_valid_jupyterlab_settings_and_turn_off_the_news():
+    """Every setting the student configuration overrides exists in the installed JupyterLab's schema with a value
+    the schema allows (an unknown key or value is ignored silently), and the news pop-up is off."""
+    overrides = json.loads((STUDENT_CONFIG / "labconfig" / "default_setting_overrides.json").read_text())
+    schemas = Path(sys.prefix) / "share" / "jupyter" / "lab" / "schemas"
+    for plugin, settings in overrides.items():
+        package, _, name = plugin.partition(":")
+        schema = json.loads((schemas / package / f"{name}.json").read_text())
+        for key, value in settings.items():
+            assert key in schema["properties"], f"{plugin} has no setting {key!r}"
+            allowed = schema["properties"][key].get("enum")
+            assert allowed is None or value in allowed, f"{plugin}: {key}={value!r} is not one of {allowed}"
+    assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
