@@ -5,7 +5,8 @@ their bodies, qualifying ``_check_sizes`` as ``timing._check_sizes``): a pasted 
 hidden tests reject. ``time_fn`` and ``fit_power_law`` are written out: the stub's timer takes a ``synchronize``
 callable where ``timing.benchmark`` takes a device, and ``timing.fit_power_law`` uses NumPy, which the notebook
 does not import. ``measured_exponent`` builds on the course's timer and fit (``timing.benchmark``,
-``timing.fit_power_law``), as the stub asks, not on the student's own.
+``timing.fit_power_law``), as the stub asks, not on the student's own. ``online_attention`` is
+:mod:`qkv.costlab.online`'s own (its body uses only ``torch`` and ``math``, which the notebook imports).
 """
 
 import math
@@ -15,9 +16,10 @@ import time
 import torch
 
 from qkv import timing
+from qkv.costlab.online import online_attention
 from qkv.timing import attention_bytes, attention_flops
 
-__all__ = ["attention_flops", "attention_bytes", "time_fn", "fit_power_law", "measured_exponent"]
+__all__ = ["attention_flops", "attention_bytes", "time_fn", "fit_power_law", "measured_exponent", "online_attention"]
 
 
 def time_fn(fn, *args, warmup=3, repeats=10, clock=time.perf_counter, synchronize=None):

@@ -11,12 +11,14 @@ a range of sizes with :func:`qkv.timing.benchmark` and measures its peak
 memory, catching out-of-memory per point; :func:`fit_sweep` fits ``t = c n^k``;
 :func:`plot_sweep` draws the log-log picture; :func:`write_results` and
 :func:`read_results` keep a sweep in a CSV with where and when it was measured.
+:func:`online_attention` computes attention block by block with an online
+softmax, as fused kernels do, and :class:`LiveTensorBytes` probes its memory.
 :class:`SimulatedGPU` is a pretend asynchronous device that shows, on a machine
 without a GPU, why a timer must synchronise.
 Shape letters are those of the glossary in :mod:`qkv` (T: tokens, here ``n``).
 The module is split by stage: :mod:`~qkv.costlab.device` (choosing and timing
 the device), :mod:`~qkv.costlab.contenders`, :mod:`~qkv.costlab.sweep` (measure
-and fit) and :mod:`~qkv.costlab.results` (files, tables, plots); everything is
+and fit) and :mod:`~qkv.costlab.results` (files, tables, plots), :mod:`~qkv.costlab.online`; everything is
 importable from ``qkv.costlab`` itself.
 """
 
@@ -31,6 +33,7 @@ from qkv.costlab.device import (
     pick_device,
     quiet_stderr,
 )
+from qkv.costlab.online import LiveTensorBytes, online_attention
 from qkv.costlab.results import (
     RESULTS_DIR,
     plot_sweep,
@@ -68,4 +71,6 @@ __all__ = [
     "device_memory_bytes",
     "peak_flops",
     "achieved",
+    "online_attention",
+    "LiveTensorBytes",
 ]
