@@ -16,3 +16,10 @@ def sharp_similarity(queries, keys, beta=10.0):
 
 def averaging_similarity(queries, keys):
     return queries.new_zeros(queries.shape[0], keys.shape[0])  # (Q, K): equal scores give equal weights
+
+
+def query_jacobian(weights, keys, beta=1.0):
+    mean = weights @ keys  # (Q, K) @ (K, d) -> (Q, d): each query's output, the weighted mean of the keys
+    second = torch.einsum("qk,kd,ke->qde", weights, keys, keys)  # (Q, d, d): sum_j p_qj k_j k_j^T
+    outer = mean[:, :, None] * mean[:, None, :]  # (Q, d, 1) * (Q, 1, d) -> (Q, d, d)
+    return beta * (second - outer)  # (Q, d, d): beta times the covariance of the keys under the weights

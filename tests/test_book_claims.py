@@ -203,22 +203,42 @@ def test_sharpness_figure_alt_text_gives_its_range_at_beta_one_tenth():
 
 
 def test_gradient_of_attention_is_the_covariance_of_the_keys():
-    """The ungraded question of 11.1's Discussion and its hint, checked with autograd."""
+    """11.1's Exercise 3 (eq-query-gradient) and its Hint 1, with the factor beta, checked with autograd."""
     text = prose("queries-keys-values")
-    assert "\\partial p_i / \\partial \\mathbf{q} = p_i (\\mathbf{k}_i - \\bar{\\mathbf{k}})" in text
+    assert "\\partial p_i / \\partial \\mathbf{q} = \\beta p_i (\\mathbf{k}_i - \\bar{\\mathbf{k}})" in text, (
+        "Hint 1 of 11.1's Exercise 3 no longer states the derivative of one weight"
+    )
+    claim = r"= \beta \left( \sum_{i=1}^m p_i \mathbf{k}_i \mathbf{k}_i^\top - \bar{\mathbf{k}} \bar{\mathbf{k}}^\top"
+    assert claim in text, "11.1's Exercise 3 no longer states eq-query-gradient"
     gen = torch.Generator().manual_seed(0)
     keys = torch.randn(7, 5, generator=gen, dtype=torch.float64)  # (m, d); values = keys
     q = torch.randn(5, generator=gen, dtype=torch.float64)  # (d,)
+    for beta in (1.0, 0.3, 4.0):
 
-    def output(query):
-        return torch.softmax(keys @ query, dim=0) @ keys  # (m,) @ (m, d) -> (d,)
+        def output(query, beta=beta):
+            return torch.softmax(beta * keys @ query, dim=0) @ keys  # (m,) @ (m, d) -> (d,)
 
-    p = torch.softmax(keys @ q, dim=0)  # (m,)
-    mean = p @ keys  # (d,)
-    covariance = (p[:, None] * keys).T @ keys - torch.outer(mean, mean)  # (d, d)
-    assert torch.allclose(torch.autograd.functional.jacobian(output, q), covariance, atol=1e-12)
-    weight_jacobian = torch.autograd.functional.jacobian(lambda query: torch.softmax(keys @ query, dim=0), q)
-    assert torch.allclose(weight_jacobian, p[:, None] * (keys - mean), atol=1e-12)
+        p = torch.softmax(beta * keys @ q, dim=0)  # (m,)
+        mean = p @ keys  # (d,)
+        covariance = (p[:, None] * keys).T @ keys - torch.outer(mean, mean)  # (d, d)
+        assert torch.allclose(torch.autograd.functional.jacobian(output, q), beta * covariance, atol=1e-12)
+        weight_jacobian = torch.autograd.functional.jacobian(
+            lambda query, beta=beta: torch.softmax(beta * keys @ query, dim=0), q
+        )
+        assert torch.allclose(weight_jacobian, beta * p[:, None] * (keys - mean), atol=1e-12)
+
+
+def test_gradient_of_attention_is_small_at_both_ends_of_the_sharpness():
+    """The prose after 11.1's Exercise 3: the derivative is small for a small beta and for a large one (nearly
+    one-hot weights), and largest in between; recomputed from the cell that prints it."""
+    text = prose("queries-keys-values")
+    assert "the covariance is close to 0 and so is the gradient" in text
+    assert "In between, the query learns fastest" in text
+    sizes = _run_until("queries-keys-values", "largest singular value")["sizes"]  # betas 0.01 ... 100
+    top = max(sizes)
+    assert sizes.index(top) not in (0, len(sizes) - 1), f"the largest derivative is at an end: {sizes}"
+    assert sizes[0] < 0.1 * top, f"at the smallest beta the derivative is not small: {sizes}"
+    assert sizes[-1] < 1e-6 * top, f"at the largest beta the derivative is not close to 0: {sizes}"
 
 
 @pytest.mark.parametrize(

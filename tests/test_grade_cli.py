@@ -39,7 +39,7 @@ SLUG = corpus.SLUG
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap is not installed (apt-get install bubblewrap)"
 )
-EXERCISES = ["test_attention_pooling", "test_sharp_similarity", "test_averaging_similarity"]
+EXERCISES = ["test_attention_pooling", "test_sharp_similarity", "test_query_jacobian", "test_averaging_similarity"]
 
 
 # ---------------------------------------------------------------- pure parts
@@ -430,10 +430,10 @@ def test_cli_writes_grades_csv_report_and_feedback(graded_class):
     rows = {r["student"]: r for r in read_csv(root / "out" / "grades.csv")}
     header = list(next(iter(rows.values())))
     assert header == [*report.FIELDS, *report.LATE_FIELDS, *EXERCISES, "answer_exact_lookup", "answer_search_engine"]
-    assert [(r["score"], r["max_score"], r["status"]) for r in rows.values()] == [("6", "8", "graded")] * 2 + [
-        ("4", "8", "graded")
+    assert [(r["score"], r["max_score"], r["status"]) for r in rows.values()] == [("8", "10", "graded")] * 2 + [
+        ("6", "10", "graded")
     ]
-    assert [rows["partly"][e] for e in EXERCISES] == ["3", "0", "1"]
+    assert [rows["partly"][e] for e in EXERCISES] == ["3", "0", "2", "1"]
     assert rows["good"]["answer_exact_lookup"] == ""  # waits for manual grading
     assert [(r["late_penalty"], r["seconds_late"], r["ungraded"]) for r in rows.values()] == [("0", "0", "2")] * 3
     assert read_csv(root / "out" / "failures.csv") == [
@@ -542,12 +542,12 @@ def test_a_regrade_keeps_the_graders_scores_and_late_work_is_marked(template, tm
     rows = {r["student"]: r for r in read_csv(out / "grades.csv")}
     assert (rows["partly"]["score"], rows["partly"]["late_penalty"], rows["partly"]["seconds_late"]) == (
         "0",
-        "4",
+        "6",
         "10800",
     )
     assert "3.0 h after the due date" in rows["partly"]["reason"]
-    assert (rows["good_too"]["score"], rows["good_too"]["seconds_late"]) == ("6", "0")
-    assert rows["good"]["score"] == "6" and "'last tuesday', not a time" in rows["good"]["reason"]
+    assert (rows["good_too"]["score"], rows["good_too"]["seconds_late"]) == ("8", "0")
+    assert rows["good"]["score"] == "8" and "'last tuesday', not a time" in rows["good"]["reason"]
 
     # A grader gives good's two written answers 1 and 0 points (as the formgrader does), then the class is
     # graded again: the scores stay in the gradebook and count in grades.csv.
@@ -561,7 +561,7 @@ def test_a_regrade_keeps_the_graders_scores_and_late_work_is_marked(template, tm
     rows = {r["student"]: r for r in read_csv(out / "grades.csv")}
     good = rows["good"]
     assert (good["score"], good["answer_exact_lookup"], good["answer_search_engine"], good["ungraded"]) == (
-        "7",
+        "9",
         "1",
         "0",
         "0",
@@ -572,7 +572,7 @@ def test_a_regrade_keeps_the_graders_scores_and_late_work_is_marked(template, tm
         assert scores["answer_exact_lookup"] == 1.0 and scores["answer_search_engine"] == 0.0
         assert gb.find_submission(SLUG, "partly").total_seconds_late == 10800
     page = (out / "report.html").read_text()
-    assert "1 notebook was handed in after the due date (4 points taken off in all)" in page
+    assert "1 notebook was handed in after the due date (6 points taken off in all)" in page
     assert "<h2>Waiting for a person</h2>" in page and "<tr><td>answer_exact_lookup</td><td>2</td></tr>" in page
 
 
@@ -687,11 +687,11 @@ def test_the_formgrader_shows_the_graded_class_and_its_scores_survive_a_regrade(
     assert grade.main([*args, "--no-feedback"]) == 0
     rows = {r["student"]: r for r in read_csv(out / "grades.csv")}
     assert (rows["partly"]["score"], rows["partly"]["answer_search_engine"], rows["partly"]["ungraded"]) == (
-        "5.5",
+        "7.5",
         "0.5",
         "0",
     )
-    assert rows["good"]["score"] == "6" and rows["good"]["ungraded"] == "2"
+    assert rows["good"]["score"] == "8" and rows["good"]["ungraded"] == "2"
 
 
 @needs_bwrap
@@ -725,7 +725,7 @@ def test_a_tampered_notebook_scores_zero_unless_the_instructor_keeps_its_score(t
     (row,) = read_csv(tmp_path / "keep" / "grades.csv")
     assert (row["status"], row["score"], row["test_sharp_similarity"]) == (
         "tampered",
-        "4",
+        "6",
         "0",
     )  # the course's test ran
     assert "replaced by the course's" in row["reason"]

@@ -94,7 +94,7 @@ def test_every_submission_has_exactly_one_result_as_its_case_expects(graded):
 def test_statuses_are_the_documented_ones_and_zero_means_a_reason(graded):
     for r in graded["first"].values():
         assert r.status in grade.STATUSES
-        assert r.max_score == 8.0  # the instructor's points, whatever the submission claims
+        assert r.max_score == 10.0  # the instructor's points, whatever the submission claims
         if r.status != "graded":
             assert r.reason
         if r.status in ("missing", "invalid notebook"):

@@ -108,7 +108,12 @@ def test_load_reads_every_mutant_in_order(scratch):
         ("sharp_similarity", "two_edits", 2),
     ]
     assert loaded[1].edits[1] == Edit("beta=10.0):", "beta=1.0):")
-    assert mutants.by_stub(sec) == {"attention_pooling": [], "sharp_similarity": loaded, "averaging_similarity": []}
+    assert mutants.by_stub(sec) == {
+        "attention_pooling": [],
+        "sharp_similarity": loaded,
+        "query_jacobian": [],
+        "averaging_similarity": [],
+    }
 
 
 def test_mutated_cell_is_the_solved_cell_with_the_edits(scratch):

@@ -147,7 +147,12 @@ class Case:
     reason: str = ""  # text the result's reason must contain
 
 
-FULL = {"test_attention_pooling": 3.0, "test_sharp_similarity": 2.0, "test_averaging_similarity": 1.0}
+FULL = {
+    "test_attention_pooling": 3.0,
+    "test_sharp_similarity": 2.0,
+    "test_query_jacobian": 2.0,
+    "test_averaging_similarity": 1.0,
+}
 
 
 def _points(**zeroed) -> dict[str, float]:
@@ -229,7 +234,7 @@ def build(dest: Path, course: Path, repo: Path = nbs.ROOT, only_good: bool = Fal
         Case(
             "os_exit",
             "kernel died",
-            _points(sharp_similarity=0, averaging_similarity=0),
+            _points(sharp_similarity=0, query_jacobian=0, averaging_similarity=0),
             "os._exit(1) in the second exercise",
             reason="exited with status 1",
         ),
@@ -239,7 +244,7 @@ def build(dest: Path, course: Path, repo: Path = nbs.ROOT, only_good: bool = Fal
         Case(
             "segfault",
             "kernel died",
-            _points(attention_pooling=0, sharp_similarity=0, averaging_similarity=0),
+            _points(attention_pooling=0, sharp_similarity=0, query_jacobian=0, averaging_similarity=0),
             "a segmentation fault in the first exercise",
             reason="SIGSEGV",
         ),
@@ -303,7 +308,7 @@ def build(dest: Path, course: Path, repo: Path = nbs.ROOT, only_good: bool = Fal
             Case(
                 student,
                 "invalid notebook",
-                _points(attention_pooling=0, sharp_similarity=0, averaging_similarity=0),
+                _points(attention_pooling=0, sharp_similarity=0, query_jacobian=0, averaging_similarity=0),
                 what,
             ),
             content,
