@@ -1,4 +1,5 @@
-"""Tests of qkv.multihead (D2L 11.5): head folding and multi-head attention against torch.nn.MultiheadAttention."""
+"""Tests of qkv.multihead (D2L 11.5): head folding, multi-head attention against torch.nn.MultiheadAttention, and
+grouped-query attention against scaled_dot_product_attention(enable_gqa=True)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
+from torch.nn import functional as F
 
-from qkv.multihead import MultiHeadAttention, repeat_for_heads, transpose_output, transpose_qkv
+from qkv.multihead import (
+    MultiHeadAttention,
+    attention_costs,
+    grouped_query_attention,
+    repeat_for_heads,
+    transpose_output,
+    transpose_qkv,
+)
 
 SETTINGS = settings(max_examples=30, deadline=None)
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10}
@@ -197,3 +206,92 @@ def test_errors():
         mha(X, X, X, torch.ones(2, 4, dtype=torch.long))
     with pytest.raises(TypeError, match="integer lengths"):
         mha(X, X, X, torch.tensor([1.0, 2.0]))
+
+
+# ----------------------------------------------------------------------------- grouped-query attention (beyond D2L)
+
+
+@SETTINGS
+@given(
+    B=st.integers(1, 3),
+    G=st.integers(1, 3),
+    r=st.integers(1, 3),
+    Q=st.integers(1, 4),
+    K=st.integers(1, 5),
+    h=st.integers(1, 4),
+    v=st.integers(1, 3),
+    per_query=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_grouped_query_attention_matches_torch_enable_gqa(B, G, r, Q, K, h, v, per_query, seed):
+    g = torch.Generator().manual_seed(seed)
+    H = G * r
+    queries = torch.randn(B, H, Q, h, generator=g, dtype=torch.float64)
+    keys = torch.randn(B, G, K, h, generator=g, dtype=torch.float64)
+    values = torch.randn(B, G, K, v, generator=g, dtype=torch.float64)
+    lens = torch.randint(1, K + 1, (B, Q) if per_query else (B,), generator=g)
+    keep = torch.arange(K) < (lens[..., None] if per_query else lens[:, None, None])  # (B, Q or 1, K)
+    expected = F.scaled_dot_product_attention(queries, keys, values, attn_mask=keep[:, None], enable_gqa=True)
+    torch.testing.assert_close(grouped_query_attention(queries, keys, values, lens), expected, atol=1e-12, rtol=0)
+    unmasked = F.scaled_dot_product_attention(queries, keys, values, enable_gqa=True)
+    torch.testing.assert_close(grouped_query_attention(queries, keys, values), unmasked, atol=1e-12, rtol=0)
+
+
+def test_grouped_query_attention_with_G_equal_H_is_multi_head_attention():
+    """G = H: every query head has its own key/value head, the heads of qkv's MultiHeadAttention."""
+    B, Q, K, N, H = 2, 3, 4, 12, 3
+    mha = MultiHeadAttention(N, H, query_size=N, key_size=N, value_size=N).double().eval()
+    X, Y = torch.randn(B, Q, N, dtype=torch.float64), torch.randn(B, K, N, dtype=torch.float64)
+    lens = torch.tensor([2, 4])
+    out = mha(X, Y, Y, lens)
+    split = [
+        transpose_qkv(layer(Z), H).reshape(B, H, -1, N // H) for layer, Z in ((mha.W_q, X), (mha.W_k, Y), (mha.W_v, Y))
+    ]
+    heads = grouped_query_attention(*split, lens)  # (B, H, Q, h)
+    torch.testing.assert_close(mha.W_o(transpose_output(heads.reshape(B * H, Q, N // H), H)), out)
+
+
+def test_grouped_query_attention_copies_no_keys():
+    """The reference stacks the queries of a group instead of repeating keys and values per query head."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Largest(TorchDispatchMode):
+        largest = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, tuple | list) else (out,):
+                if isinstance(t, torch.Tensor):
+                    Largest.largest = max(Largest.largest, t.untyped_storage().nbytes())
+            return out
+
+    B, H, G, Q, K, h = 1, 16, 1, 2, 512, 8
+    queries, keys = torch.randn(B, H, Q, h), torch.randn(B, G, K, h)
+    with Largest():
+        grouped_query_attention(queries, keys, keys)
+    assert Largest.largest < H * K * h * 4, "no tensor as large as the keys repeated for every query head"
+
+
+def test_grouped_query_attention_rejects_uneven_groups():
+    with pytest.raises(ValueError, match="split evenly"):
+        grouped_query_attention(torch.zeros(1, 4, 2, 3), torch.zeros(1, 3, 2, 3), torch.zeros(1, 3, 2, 3))
+
+
+@pytest.mark.parametrize(("N", "H", "G"), [(64, 8, 8), (64, 8, 2), (64, 8, 1), (4096, 32, 8)])
+def test_attention_costs_count_real_layers(N, H, G):
+    """Parameters of bias-free projections built on the meta device; cache = the numbers of keys and values."""
+    h = N // H
+    layers = [nn.Linear(N, N, bias=False, device="meta"), nn.Linear(N, G * h, bias=False, device="meta")]
+    params, cache = attention_costs(N, H, G, seq_len=1000, batch_size=3, num_layers=5, bytes_per_number=2)
+    assert params == 5 * 2 * sum(layer.weight.numel() for layer in layers)
+    keys = torch.zeros(3, 1000, G, h, device="meta")  # (B, T, G, h): one layer's keys; as many values
+    assert cache == 5 * 2 * keys.numel() * 2
+    mha_params, mha_cache = attention_costs(N, H, H, seq_len=1000, batch_size=3, num_layers=5)
+    assert mha_cache * G == cache * H, "the cache shrinks by exactly G / H"
+
+
+def test_attention_costs_rejects_bad_shapes():
+    with pytest.raises(ValueError, match="num_kv_heads"):
+        attention_costs(64, 8, 3, 10)
+    with pytest.raises(ValueError, match="num_heads"):
+        attention_costs(60, 8, 1, 10)

@@ -5,17 +5,30 @@ Each of ``num_heads`` heads projects the queries, keys and values to
 heads' outputs are concatenated and projected once more. The heads are not a
 Python loop: they are folded into the batch axis (``transpose_qkv``), attended
 in one batched product, and unfolded (``transpose_output``).
-Shape letters are those of the glossary in :mod:`qkv`.
+Grouped-query attention (beyond D2L: Ainslie et al., 2023) shares each key/value
+head among a group of query heads; :func:`grouped_query_attention` and
+:func:`attention_costs` are the references of section 11.5's exercises on it.
+Shape letters are those of the glossary in :mod:`qkv`; ``G`` is the number of
+key/value heads and ``r = H / G`` the query heads per group.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
-from qkv.attention import DotProductAttention, _linear
+from qkv.attention import DotProductAttention, _linear, masked_softmax
 
-__all__ = ["transpose_qkv", "transpose_output", "repeat_for_heads", "MultiHeadAttention"]
+__all__ = [
+    "transpose_qkv",
+    "transpose_output",
+    "repeat_for_heads",
+    "MultiHeadAttention",
+    "grouped_query_attention",
+    "attention_costs",
+]
 
 
 def transpose_qkv(X: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -96,3 +109,54 @@ class MultiHeadAttention(nn.Module):
         valid_lens = repeat_for_heads(valid_lens, self.num_heads)
         output = self.attention(queries, keys, values, valid_lens)  # (B * H, Q, h)
         return self.W_o(transpose_output(output, self.num_heads))  # (B, Q, N) -> (B, Q, N)
+
+
+def grouped_query_attention(queries, keys, values, valid_lens=None):
+    """Scaled dot-product attention with key/value heads shared by groups of query heads (D2L 11.5, beyond D2L).
+
+    queries (B, H, Q, h), keys (B, G, K, h), values (B, G, K, v) with ``H`` a multiple of ``G``; query head ``i``
+    attends with key/value head ``i // (H / G)``, the grouping of
+    ``torch.nn.functional.scaled_dot_product_attention(..., enable_gqa=True)``. ``G = H`` is multi-head attention,
+    ``G = 1`` multi-query attention. ``valid_lens``: ``None``, lengths (B,) or (B, Q), shared by all heads.
+    Returns (B, H, Q, v). The keys and values are never copied per query head: the queries of a group are
+    stacked instead, so one batched product serves the whole group.
+    """
+    B, H, Q, h = queries.shape
+    G, K = keys.shape[1], keys.shape[2]
+    if H % G:
+        raise ValueError(f"the {H} query heads must split evenly among the {G} key/value heads")
+    r = H // G
+    grouped = queries.reshape(B, G, r * Q, h)  # (B, H, Q, h) -> (B, G, r * Q, h): heads i*r .. i*r + r-1 in group i
+    scores = grouped @ keys.transpose(-1, -2) / math.sqrt(h)  # (B, G, rQ, h) @ (B, G, h, K) -> (B, G, rQ, K)
+    if valid_lens is not None and valid_lens.dim() == 2:
+        valid_lens = valid_lens[:, None, :].expand(B, H, Q).reshape(B, H * Q)  # (B, Q) -> (B, H * Q)
+    weights = masked_softmax(scores.reshape(B, H * Q, K), valid_lens)  # (B, H * Q, K)
+    out = weights.reshape(B, G, r * Q, K) @ values  # (B, G, rQ, K) @ (B, G, K, v) -> (B, G, rQ, v)
+    return out.reshape(B, H, Q, values.shape[-1])  # (B, G, r * Q, v) -> (B, H, Q, v)
+
+
+def attention_costs(
+    num_hiddens: int,
+    num_heads: int,
+    num_kv_heads: int,
+    seq_len: int,
+    batch_size: int = 1,
+    num_layers: int = 1,
+    bytes_per_number: int = 2,
+) -> tuple[int, int]:
+    """Parameters of the attention layers and bytes of their key/value cache (D2L 11.5, beyond D2L).
+
+    Each of ``num_layers`` layers has ``num_heads`` query heads of size ``h = num_hiddens / num_heads`` and
+    ``num_kv_heads`` key/value heads of the same size, projections without bias from and to ``num_hiddens``
+    features: W_q and W_o are N x N, W_k and W_v are N x G h. The cache keeps, for every layer, token and
+    example, the keys and the values of the G key/value heads. Returns ``(parameters, cache_bytes)``.
+    """
+    if num_hiddens % num_heads or num_heads % num_kv_heads:
+        raise ValueError(
+            f"num_hiddens = {num_hiddens} must split into num_heads = {num_heads} heads, "
+            f"and those into num_kv_heads = {num_kv_heads} groups"
+        )
+    kv_width = num_kv_heads * (num_hiddens // num_heads)  # G * h features of keys, and as many of values
+    parameters = num_layers * (2 * num_hiddens * num_hiddens + 2 * num_hiddens * kv_width)
+    cache_bytes = num_layers * batch_size * seq_len * 2 * kv_width * bytes_per_number
+    return parameters, cache_bytes

@@ -1,0 +1,40 @@
+# Hidden: several shapes (multi-head, grouped, multi-query; 1 and 32 layers; batch 1 and 3; 2, 4 and 1 bytes a
+# number); the references count the weights of bias-free nn.Linear layers and the numbers of the cached keys and
+# values, made on the 'meta' device (shapes only, no memory), so that a long context costs nothing to check.
+import torch as _torch
+
+_nn = _torch.nn
+_cases = [
+    # (num_hiddens, num_heads, num_kv_heads, seq_len, batch_size, num_layers, bytes_per_number)
+    (64, 8, 8, 100, 1, 1, 2),
+    (64, 8, 2, 1000, 3, 2, 4),
+    (4096, 32, 8, 32_768, 1, 32, 2),
+    (4096, 32, 1, 131_072, 2, 32, 1),
+]
+for _N, _H, _G, _L, _Bs, _layers, _bytes in _cases:
+    _p = _N // _H
+    _what = f"attention_costs({_N}, {_H}, {_G}, {_L}, {_Bs}, {_layers}, {_bytes}) (hidden)"
+    _got = attention_costs(_N, _H, _G, _L, batch_size=_Bs, num_layers=_layers, bytes_per_number=_bytes)
+    checks.check_true(
+        type(_got) is tuple and len(_got) == 2 and all(type(x) is int for x in _got),
+        f"{_what} should return a tuple of two Python ints; got {_got!r}",
+        hint="use integer division (//) for the head size, and return (parameters, cache_bytes)",
+    )
+    _proj = [_nn.Linear(_N, _N, bias=False, device="meta"), _nn.Linear(_N, _G * _p, bias=False, device="meta")]
+    _params = _layers * 2 * sum(lin.weight.numel() for lin in _proj)  # W_q and W_o, W_k and W_v
+    _cached = _torch.zeros(2, _Bs, _L, _G, _p, device="meta")  # (keys and values, B, T, G, p), one layer
+    _cache = _layers * _cached.numel() * _bytes
+    checks.check_scalar(
+        _got[1],
+        _cache,
+        f"cache_bytes of {_what}",
+        atol=0,
+        hint="keys and values: 2 * G * h numbers per token, sequence and layer, times bytes_per_number",
+    )
+    checks.check_scalar(
+        _got[0],
+        _params,
+        f"parameters of {_what}",
+        atol=0,
+        hint="per layer: W_q and W_o have N * N weights each, W_k and W_v N * G * h each",
+    )
