@@ -13,6 +13,7 @@ Shape letters are those of the glossary in :mod:`qkv`.
 from __future__ import annotations
 
 import functools
+import time
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -25,6 +26,7 @@ from qkv.multihead import MultiHeadAttention
 
 __all__ = [
     "OFFSETS",
+    "EVALUATION_SIZE",
     "OffsetTask",
     "OffsetReader",
     "glance",
@@ -90,13 +92,15 @@ def offset_loss(model: nn.Module, X, Y) -> torch.Tensor:
 @functools.lru_cache(maxsize=4)
 def trained_offset_reader(task: OffsetTask = OffsetTask()) -> OffsetReader:
     """:class:`OffsetReader` trained on fresh random batches, seeded by ``task.seed``; once per process and task.
-    Returned in evaluation mode; do not change its weights (the cache hands out the same model)."""
+    Returned in evaluation mode, with the wall time of its training in ``train_seconds``; do not change its
+    weights (the cache hands out the same model)."""
     torch.manual_seed(task.seed)
     model = OffsetReader(task)
     generator = torch.Generator().manual_seed(task.seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=task.lr)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tensors this small train several times faster on one thread than on contended ones
+    start = time.perf_counter()
     try:
         for _ in range(task.steps):
             loss = offset_loss(model, *offset_batch(task, task.batch_size, generator))
@@ -105,10 +109,15 @@ def trained_offset_reader(task: OffsetTask = OffsetTask()) -> OffsetReader:
             optimizer.step()
     finally:
         torch.set_num_threads(threads)
+    model.train_seconds = time.perf_counter() - start  # wall time of the training, for the book to print
     return model.eval()
 
 
-def _evaluation_batch(task: OffsetTask, size: int = 512):
+#: The number of sequences that :func:`head_offsets` and :func:`head_importance` average over.
+EVALUATION_SIZE = 512
+
+
+def _evaluation_batch(task: OffsetTask, size: int = EVALUATION_SIZE):
     return offset_batch(task, size, torch.Generator().manual_seed(task.seed + 1))
 
 
