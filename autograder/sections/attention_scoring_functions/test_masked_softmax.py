@@ -105,9 +105,14 @@ for _name, _lens in (
         _Wm, _err = masked_softmax(_T.zeros(2, 3, 5, dtype=_f64, device="meta"), _lens), None
     except Exception as _e:  # report what the student's code raised, in one line
         _Wm, _err = None, f"{type(_e).__name__}: {str(_e).splitlines()[0] if str(_e) else ''}"
+    # The docstring's contract: every new tensor on X's device, no value read out of a tensor (a GPU would have to
+    # synchronise). A read fails on 'meta' with "no data" or "cannot be called on meta tensors": say so.
+    _read = _err is not None and ("meta tensor" in _err or "no data" in _err)
     _hint_m = (
-        "make every new tensor on the scores' device, as in torch.arange(K, device=X.device), "
-        "and do not read values out of tensors (.item(), int(), .tolist())"
+        "read no values out of tensors (no .item(), .tolist(), int(t) or if on a tensor): on a GPU each read waits "
+        "for the device; build the mask with tensor operations, as torch.arange(K, device=X.device) < lengths"
+        if _read
+        else "make every new tensor on the scores' device, as in torch.arange(K, device=X.device)"
     )
     checks.check_true(
         _err is None,
