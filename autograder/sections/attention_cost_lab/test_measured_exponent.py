@@ -71,7 +71,9 @@ checks.check_true(
 
 # Devices: the inputs must be made on the device given. On the 'meta' device (shapes, no data; no CPU tensor is on
 # it), a fake attention records the device of what it receives and advances a fake clock by (n / 64)^2 ms a call, so
-# the sweep must give exactly the exponent 2 and those times.
+# the sweep must give exactly the exponent 2 and those times. An answer may read a value out of a tensor (say, to
+# check the output is finite): outside the timed calls that costs nothing measured, so it is accepted, as the
+# docstring says. On 'meta' such a read raises; the device is then judged by what attention received before it.
 _now, _devices = [0.0], set()
 
 
@@ -92,22 +94,29 @@ try:
     _err = None
 except Exception as _e:  # report what the student's code raised, in one line
     _err = f"{type(_e).__name__}: {str(_e).splitlines()[0] if str(_e) else ''}"
+_read = _err is not None and ("meta tensor" in _err or "no data" in _err)  # a value read on 'meta'
 _hint_dev = "make the queries, keys and values with device=device, and pass device=device on to timing.benchmark"
 checks.check_true(
-    _err is None, f"measured_exponent with device='meta' (a device that holds shapes only) raised {_err}", _hint_dev
+    _err is None or (_read and bool(_devices)),
+    f"measured_exponent with device='meta' (a device that holds shapes only) raised {_err}",
+    hint="read values only from what attention returns, not from the inputs before the call" if _read else _hint_dev,
 )
 checks.check_true(
     _devices == {"meta"},
     f"with device='meta', attention receives tensors on that device; they were on {sorted(_devices)}",
     hint=_hint_dev,
 )
-checks.check_scalar(
-    float(_k_meta), 2.0, "the exponent for a fake clock that runs (n / 64)^2 ms a call, on device='meta'", atol=1e-6
-)
-checks.check_true(
-    type(_times_meta) is list
-    and len(_times_meta) == len(_ns)
-    and all(abs(float(t) - (n / 64) ** 2) < 1e-6 for t, n in zip(_times_meta, _ns)),
-    f"with a fake clock that runs (n / 64)^2 ms a call, times_ms is {[(n / 64) ** 2 for n in _ns]}",
-    hint="return timing.benchmark's median_ms for every n, in the order of ns",
-)
+if _err is None:  # the exact times on the fake clock (checked on the CPU above when a value read stopped this run)
+    checks.check_scalar(
+        float(_k_meta),
+        2.0,
+        "the exponent for a fake clock that runs (n / 64)^2 ms a call, on device='meta'",
+        atol=1e-6,
+    )
+    checks.check_true(
+        type(_times_meta) is list
+        and len(_times_meta) == len(_ns)
+        and all(abs(float(t) - (n / 64) ** 2) < 1e-6 for t, n in zip(_times_meta, _ns)),
+        f"with a fake clock that runs (n / 64)^2 ms a call, times_ms is {[(n / 64) ** 2 for n in _ns]}",
+        hint="return timing.benchmark's median_ms for every n, in the order of ns",
+    )
