@@ -15,6 +15,7 @@ from qkv.positional import (
     PositionalEncoding,
     RotaryPositionalEmbedding,
     apply_rotary,
+    rotary_angles,
     sinusoidal_table,
 )
 
@@ -261,3 +262,26 @@ def test_rope_errors():
     with pytest.raises(ValueError, match="even"):
         apply_rotary(torch.zeros(3, 5), torch.zeros(3, 2), torch.zeros(3, 2))
     assert "cos" not in rope.state_dict() and list(rope.parameters()) == []
+
+
+# ----------------------------------------------------------------------------- the 11.6 answers agree with qkv
+
+
+def test_the_sections_answers_agree_with_the_reference():
+    """solutions/self_attention_and_positional_encoding.py writes out what qkv.positional computes: both must agree."""
+    from autograder import assemble
+
+    answers = assemble.solutions_module("self-attention-and-positional-encoding")
+    ours = answers.PositionalEncoding(10, 0.0, max_len=70)
+    assert "P" in dict(ours.named_buffers())
+    torch.testing.assert_close(ours.P, PositionalEncoding(10, 0.0, max_len=70).P)
+    assert ours.to("meta").P.device.type == "meta"
+    P = sinusoidal_table(300, 10)
+    for delta in (-11, 0, 4, 250):
+        W = answers.shift_matrix(delta, 10)  # (d, d)
+        lo, hi = max(0, -delta), min(300, 300 - delta)
+        torch.testing.assert_close(P[lo:hi] @ W.T, P[lo + delta : hi + delta], atol=1e-9, rtol=0)
+    x = torch.randn(2, 3, 40, 8, dtype=torch.float64)
+    angles = rotary_angles(40, 8, base=500.0)  # (T, h/2), float64
+    expected = apply_rotary(x, torch.cos(angles), torch.sin(angles))
+    torch.testing.assert_close(answers.rotary(x, base=500.0), expected, atol=1e-12, rtol=0)

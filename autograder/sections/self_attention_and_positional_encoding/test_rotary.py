@@ -1,0 +1,108 @@
+# Hidden: eq-rope against explicit rotations in float64 built with Python's math, for (2, 3, 7, 10) inputs with two
+# bases and one long sequence (T = 2048, where float32 angles are off by 1e-4); then a property test (hypothesis,
+# derandomised, no example database): for random even h, T, base and vectors q, k, the scores of rotary(q) at position
+# m and rotary(k) at position n depend on n - m only (the matrix is constant along its diagonals) and the lengths of the
+# interleaved pairs are kept; the dtype of x is kept; no tensor is made off x's device.
+# (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+import math as _math
+
+from hypothesis import given as _given
+from hypothesis import settings as _settings
+from hypothesis import strategies as _st
+
+_T = checks.trusted
+_f64 = _T.float64
+_Tensor = type(_T.zeros(0))
+_failures = []
+
+
+def _rope_ref(x, base):
+    """eq-rope on nested lists x[..][t][c] by explicit 2 x 2 rotations in Python floats."""
+    if isinstance(x[0][0], list):
+        return [_rope_ref(row, base) for row in x]
+    h = len(x[0])
+    out = []
+    for t, v in enumerate(x):
+        y = []
+        for j in range(h // 2):
+            a = t * base ** (-2 * j / h)
+            c, s = _math.cos(a), _math.sin(a)
+            y += [v[2 * j] * c - v[2 * j + 1] * s, v[2 * j] * s + v[2 * j + 1] * c]
+        out.append(y)
+    return out
+
+
+_g = _T.Generator().manual_seed(1167)
+_x = _T.randn(2, 3, 7, 10, generator=_g, dtype=_f64)
+for _base in (10000.0, 50.0):
+    checks.check_close(
+        rotary(_x, base=_base),
+        _T.tensor(_rope_ref(_x.tolist(), _base), dtype=_f64),
+        f"rotary(x, base = {_base:g}) on (2, 3, 7, 10) inputs (hidden), against explicit rotations",
+        atol=1e-12,
+        rtol=0,
+        hint="pair (x[2j], x[2j+1]) at position t turns counter-clockwise by t * base^(-2j/h), pairs interleaved",
+    )
+_long = _T.randn(2048, 4, generator=_g, dtype=_f64)
+checks.check_close(
+    rotary(_long),
+    _T.tensor(_rope_ref(_long.tolist(), 10000.0), dtype=_f64),
+    "rotary(x) for positions up to 2047 (hidden, float64)",
+    atol=1e-9,
+    rtol=0,
+    hint="compute the positions and angles in float64: in float32, t * theta is off by about 1e-4 at t = 2047",
+)
+
+
+@_settings(max_examples=30, deadline=None, derandomize=True, database=None)
+@_given(
+    half=_st.integers(1, 8),
+    T=_st.integers(2, 24),
+    base=_st.sampled_from([100.0, 10000.0, 500000.0]),
+    seed=_st.integers(0, 2**20),
+)
+def _relative_only(half, T, base, seed):
+    g = _T.Generator().manual_seed(seed)
+    h = 2 * half
+    q, k = _T.randn(h, generator=g, dtype=_f64), _T.randn(h, generator=g, dtype=_f64)
+    rq = rotary(q.expand(T, h), base=base)  # (T, h)
+    rk = rotary(k.expand(T, h), base=base)  # (T, h)
+    S = rq @ rk.T  # (T, T): S[m, n] = score of q at position m and k at position n
+    if not bool((S[1:, 1:] - S[:-1, :-1]).abs().max() <= 1e-9):
+        _failures.append(f"h = {h}, T = {T}, base = {base:g}: S[m + 1, n + 1] != S[m, n]")
+    lengths = rq.reshape(T, half, 2).norm(dim=-1)  # (T, h/2)
+    if not bool((lengths - q.reshape(half, 2).norm(dim=-1)).abs().max() <= 1e-9):
+        _failures.append(f"h = {h}, T = {T}, base = {base:g}: the lengths of the pairs (x[2j], x[2j+1]) changed")
+
+
+_relative_only()
+checks.check_true(
+    not _failures,
+    "for random sizes, bases and vectors, scores depend on n - m only and pairs keep their lengths (hidden"
+    + (f"; first failure: {_failures[0]})" if _failures else ")"),
+    hint="rotate each interleaved pair (x[2j], x[2j+1]) by t * theta_j, theta_j = base^(-2j/h), t = 0 .. T-1",
+)
+
+
+_y = rotary(_x.float())
+checks.check_true(
+    isinstance(_y, _Tensor) and _y.dtype == _T.float32,
+    "a float32 input gives a float32 output (hidden)",
+    hint="cast the cosines and sines to x.dtype",
+)
+# the device: with the default device set to 'meta' (a stand-in for a GPU) while x stays on the CPU, every tensor made
+# without device=x.device lands on 'meta' and cannot meet x. (Unlike 'meta' inputs, this costs a correct answer nothing:
+# the first arithmetic on 'meta' imports torch._dynamo, several seconds.)
+_x = _T.randn(2, 5, 6, generator=_g, dtype=_f64)
+try:
+    with torch.device("meta"):
+        _o = rotary(_x)
+    _where = str(_o.device) if isinstance(_o, _Tensor) else type(_o).__name__
+except (RuntimeError, NotImplementedError) as _err:
+    _where = f"an error: {str(_err).splitlines()[0][:100]}"
+checks.check_true(
+    _where == "cpu",
+    f"rotary on CPU inputs, with the default device set to 'meta' (a stand-in for a GPU), gives a CPU output "
+    f"(got {_where})",
+    hint="make the positions and frequencies with device=x.device",
+)
