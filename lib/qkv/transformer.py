@@ -79,6 +79,7 @@ __all__ = [
     "TransformerDecoder",
     "TransformerConfig",
     "make_transformer",
+    "train_d2l",
 ]
 
 
@@ -457,3 +458,31 @@ def make_transformer(
     encoder = TransformerEncoder(src_vocab_size, c.num_hiddens, c.ffn_num_hiddens, c.num_heads, c.num_blks, c.dropout)
     decoder = TransformerDecoder(tgt_vocab_size, c.num_hiddens, c.ffn_num_hiddens, c.num_heads, c.num_blks, c.dropout)
     return Seq2Seq(encoder, decoder, tgt_pad=tgt_pad, lr=c.lr)
+
+
+#: D2L's training setting for the Transformer translator (D2L 11.7.5): batch 128, 30 epochs, gradient clip 1.
+D2L_BATCH_SIZE, D2L_EPOCHS, D2L_CLIP = 128, 30, 1.0
+
+
+def train_d2l(data=None, *, seed: int = 0, epochs: int = D2L_EPOCHS, device="cpu", progress: bool = True, log=print):
+    """D2L's Transformer translator trained in D2L's setting, or loaded if it was trained before (D2L 11.7.5).
+
+    ``data`` defaults to ``MTFraEng(128)`` (found as :func:`qkv.data.locate` finds files). The model is
+    :class:`TransformerConfig`'s defaults (D2L's: 256 hidden, 2 blocks, 4 heads, FFN 64, dropout 0.2, Adam with
+    lr 0.001), built after ``torch.manual_seed(seed)`` and trained by a :class:`qkv.training.Trainer` with
+    ``epochs`` epochs, gradient clipping at 1 and the seed; the weights are cached by
+    :func:`qkv.trained.fit_or_load`. Returns ``(fitted, data)``: the :class:`~qkv.trained.Fitted` (``.model``,
+    ``.history``, ``.seconds``, ``.trained``) and the data module.
+    """
+    from qkv.data import MTFraEng
+    from qkv.trained import fit_or_load
+    from qkv.training import Trainer
+
+    data = MTFraEng(D2L_BATCH_SIZE) if data is None else data
+    config = TransformerConfig()
+    trainer = Trainer(epochs, gradient_clip_val=D2L_CLIP, device=device, seed=seed, progress=progress)
+
+    def build():
+        return config.build(len(data.src_vocab), len(data.tgt_vocab), tgt_pad=data.tgt_vocab["<pad>"])
+
+    return fit_or_load("transformer", build, data, trainer, config=config, log=log), data

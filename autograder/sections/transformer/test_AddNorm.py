@@ -1,0 +1,70 @@
+# Hidden: float64 with a large common offset (the statistics must be subtracted, not ignored), a learned scale and
+# shift of our own, norm_shape over the last two axes, dropout on Y only in training mode (the same random masks as
+# the reference's), a clear ValueError for mismatched shapes, the 'meta' device; no call to the reference.
+# (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+_g = _T.Generator().manual_seed(1172)
+
+
+def _ln_ref(Z, gamma, beta, axes):
+    mean = Z.mean(dim=axes, keepdim=True)
+    var = ((Z - mean) ** 2).mean(dim=axes, keepdim=True)
+    return (Z - mean) / _T.sqrt(var + 1e-5) * gamma + beta
+
+
+with checks.forbid_reference(AddNorm, (_qt, "AddNorm")):
+    _an = AddNorm(6, 0.5).double().eval()
+    _X, _Y = 1e3 + _draw(_g, 3, 4, 6, scale=2.0), _draw(_g, 3, 4, 6, scale=2.0)
+    _w = _norm_weights(_g, "", 6)
+    _w = {k[1:]: v for k, v in _w.items()}
+    _load(_an, _w, "AddNorm(6, 0.5)")
+    checks.check_close(
+        _an(_X, _Y),
+        _ln_ref(_X + _Y, _w["ln.weight"], _w["ln.bias"], (-1,)),
+        "AddNorm (hidden, float64, values near 1000, our scale and shift)",
+        atol=1e-8,
+        rtol=0,
+        hint="LayerNorm(dropout(Y) + X) over the last axis, with self.ln's scale and shift",
+    )
+    _an2 = AddNorm((4, 6), 0.0).double().eval()
+    checks.check_close(
+        _an2(_X, _Y),
+        _ln_ref(_X + _Y, 1.0, 0.0, (-2, -1)),
+        "AddNorm((4, 6), 0) (hidden: norm_shape of two axes)",
+        atol=1e-8,
+        rtol=0,
+        hint="pass norm_shape to nn.LayerNorm as it is",
+    )
+    _an.train()
+    _ones = _T.ones(3, 4, 6, dtype=_f64)
+    _T.manual_seed(1173)
+    _got = _an(_X, _Y)
+    _T.manual_seed(1173)
+    _kept = _tnn.functional.dropout(_ones, 0.5, True)  # the mask the answer's one dropout call draws
+    checks.check_close(
+        _got,
+        _ln_ref(_X + _Y * _kept, _w["ln.weight"], _w["ln.bias"], (-1,)),
+        "AddNorm in training mode (hidden, dropout 0.5)",
+        atol=1e-8,
+        rtol=0,
+        hint="apply self.dropout once, to Y only: LN(dropout(Y) + X)",
+    )
+    _an.eval()
+    _raised = "no error"
+    try:
+        _an(_X, _Y[:, :1])
+    except ValueError:
+        _raised = "ValueError"
+    except Exception as _err:  # noqa: BLE001
+        _raised = type(_err).__name__
+    checks.check_true(
+        _raised == "ValueError",
+        "AddNorm(X, Y) with Y of another shape raises a ValueError",
+        hint="compare X.shape and Y.shape first and raise ValueError with both shapes",
+    )
+    _an_meta = AddNorm(6, 0.5).to("meta")
+    _out = _an_meta(_T.zeros(2, 3, 6, device="meta"), _T.zeros(2, 3, 6, device="meta"))
+    checks.check_true(
+        str(_out.device) == "meta" and tuple(_out.shape) == (2, 3, 6),
+        "AddNorm on the 'meta' device returns a meta tensor of X's shape",
+        hint="use only the module's layers; make no tensor on the CPU",
+    )

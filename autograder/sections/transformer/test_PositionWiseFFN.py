@@ -1,0 +1,31 @@
+# Hidden: float64, four axes (the FFN acts on the last one only), other sizes, weights of our own against the closed
+# form W2 relu(W1 x + b1) + b2; negative pre-activations in both layers; no call to the reference.
+# (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+_g = _T.Generator().manual_seed(1171)
+with checks.forbid_reference(PositionWiseFFN, (_qt, "PositionWiseFFN")):
+    _ffn = PositionWiseFFN(7, 3).double()
+    _X = _draw(_g, 2, 4, 5, 6, scale=1.0)  # (B, B2, T, d): d = 6, F = 7, N = 3
+    _out = _ffn(_X)
+    checks.check_shape(
+        _out,
+        (2, 4, 5, 3),
+        "ffn(X) (hidden, X of shape (2, 4, 5, 6))",
+        hint="act on the last axis only; dense2 maps to ffn_num_outputs",
+    )
+    _w = {
+        "dense1.weight": _draw(_g, 7, 6),  # (F, d)
+        "dense1.bias": _draw(_g, 7),
+        "dense2.weight": _draw(_g, 3, 7),  # (N, F)
+        "dense2.bias": _draw(_g, 3),
+    }
+    _load(_ffn, _w, "PositionWiseFFN(7, 3)")
+    _H1 = _T.matmul(_X, _w["dense1.weight"].T) + _w["dense1.bias"]  # (..., d) @ (d, F) -> (..., F)
+    _expected = _T.matmul(_T.where(_H1 > 0, _H1, _T.zeros(1, dtype=_f64)), _w["dense2.weight"].T) + _w["dense2.bias"]
+    checks.check_close(
+        _ffn(_X),
+        _expected,
+        "ffn(X) (hidden, float64, our weights)",
+        atol=1e-10,
+        rtol=0,
+        hint="dense1, ReLU, dense2, with biases, and nothing after dense2",
+    )

@@ -1,0 +1,43 @@
+# Hidden: float64 against PyTorch's nn.TransformerEncoderLayer (post-norm, ReLU, dropout 0, batch_first) with our
+# weights copied into both, with and without attention biases, with padding and without; in training mode the
+# dropout calls of the reference block (the same random masks in the same order); no call to the reference.
+# (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+_g = _T.Generator().manual_seed(1174)
+_N, _H, _F = 16, 4, 24
+_X = _draw(_g, 3, 7, _N, scale=1.0)  # (B, T, N)
+_lens = _T.tensor([7, 2, 5])
+_ours = _qt.TransformerEncoderBlock(_N, _F, _H, 0.3).double().train()  # the reference, for training mode
+with checks.forbid_reference(TransformerEncoderBlock, (_qt, "TransformerEncoderBlock")):
+    for _bias in (False, True):
+        _blk = TransformerEncoderBlock(_N, _F, _H, 0.0, use_bias=_bias).double().eval()
+        _w = {
+            **_mha_weights(_g, "attention", _N, _bias),
+            **_norm_weights(_g, "addnorm1", _N),
+            **_ffn_weights(_g, "ffn", _N, _F),
+            **_norm_weights(_g, "addnorm2", _N),
+        }
+        _load(_blk, _w, f"TransformerEncoderBlock(16, 24, 4, 0.0, use_bias={_bias})")
+        _layer = _torch_encoder_layer(_w, _N, _H, _F)
+        for _name, _arg, _kpm in (("no padding", None, None), ("lengths [7, 2, 5]", _lens, _padding_mask(_lens, 7))):
+            checks.check_close(
+                _blk(_X, _arg),
+                _layer(_X, src_key_padding_mask=_kpm),
+                f"block output (hidden, float64, use_bias={_bias}, {_name}) vs nn.TransformerEncoderLayer",
+                atol=1e-8,
+                rtol=0,
+                hint="Y = addnorm1(X, attention(X, X, X, valid_lens)); addnorm2(Y, ffn(Y)): post-norm",
+            )
+    _blk = TransformerEncoderBlock(_N, _F, _H, 0.3).double().train()
+    _blk.load_state_dict(_ours.state_dict())
+    _T.manual_seed(1175)
+    _got = _blk(_X, _lens)
+    _T.manual_seed(1175)
+    _want = _ours(_X, _lens)
+    checks.check_close(
+        _got,
+        _want,
+        "block output in training mode (hidden, dropout 0.3, same seed)",
+        atol=1e-8,
+        rtol=0,
+        hint="pass dropout to every part; addnorm(X, sublayer(X)): the sublayer's output second",
+    )

@@ -1,0 +1,79 @@
+# Hidden: float64, other sizes, chunks of 3, 1, 2 and 1 tokens against a closed-form causal multi-head attention
+# computed here with our weights; the cached keys and values in the heads' layout (B * H, T, h); the cache given is
+# not modified; the 'meta' device; no call to the reference. (Runs in the notebook, after its visible test.)
+_g = _T.Generator().manual_seed(1177)
+_N, _H, _B, _Tt = 16, 4, 3, 7
+_h = _N // _H
+_w = _mha_weights(_g, "m", _N, False)
+_X = _draw(_g, _B, _Tt, _N, scale=1.0)  # (B, T, N)
+
+
+def _heads(Z):
+    """(B, T, N) -> (B * H, T, h), head j of example b at row b * H + j."""
+    return Z.reshape(_B, Z.shape[1], _H, _h).permute(0, 2, 1, 3).reshape(_B * _H, Z.shape[1], _h)
+
+
+_Q, _K, _V = (_heads(_T.matmul(_X, _w[f"m.W_{n}.weight"].T)) for n in "qkv")  # (B * H, T, h)
+_scores = _T.matmul(_Q, _K.transpose(1, 2)) / _math.sqrt(_h)  # (B * H, T, T)
+_future = _causal_mask(_Tt)  # (T, T): True above the diagonal
+_A = _T.softmax(_T.where(_future, _T.tensor(float("-inf"), dtype=_f64), _scores), dim=-1)  # (B * H, T, T)
+_O = _T.matmul(_A, _V).reshape(_B, _H, _Tt, _h).permute(0, 2, 1, 3).reshape(_B, _Tt, _N)  # (B, T, N)
+_want = _T.matmul(_O, _w["m.W_o.weight"].T)  # (B, T, N)
+
+_mha = _qt.MultiHeadAttention(_N, _H, 0.0, query_size=_N, key_size=_N, value_size=_N).double().eval()
+_mha.load_state_dict({k[2:]: v for k, v in _w.items()})
+with checks.forbid_reference(cached_self_attention, (_qt, "attend_projected"), (_qt, "TransformerDecoderBlock")):
+    _cache, _outs = None, []
+    for _a, _b in ((0, 3), (3, 4), (4, 6), (6, 7)):
+        _kept = None if _cache is None else (_cache[0].clone(), _cache[1].clone())
+        _o, _new = cached_self_attention(_mha, _X[:, _a:_b], _cache)
+        if _kept is not None:
+            checks.check_close(
+                _cache[0],
+                _kept[0],
+                "the cached keys passed in, after the call",
+                atol=0,
+                rtol=0,
+                hint="build new tensors (torch.cat); do not write into the cache you are given",
+            )
+        checks.check_shape(_o, (_B, _b - _a, _N), f"output of tokens {_a}..{_b - 1} (hidden)", hint="(B, T, N)")
+        checks.check_shape(
+            _new[0],
+            (_B * _H, _b, _h),
+            f"cached keys after tokens 0..{_b - 1} (hidden, B = 3, H = 4)",
+            hint="(B * H, T_past + T, h): concatenate along the time axis, dim=1",
+        )
+        _outs.append(_o)
+        _cache = _new
+    checks.check_close(
+        _cache[0],
+        _K,
+        "cached keys (hidden, float64)",
+        atol=1e-10,
+        rtol=0,
+        hint="the cache holds W_k X split into heads with transpose_qkv, oldest first",
+    )
+    checks.check_close(
+        _cache[1],
+        _V,
+        "cached values (hidden, float64)",
+        atol=1e-10,
+        rtol=0,
+        hint="the cache holds W_v X split into heads with transpose_qkv, oldest first",
+    )
+    checks.check_close(
+        _T.cat(_outs, dim=1),
+        _want,
+        "outputs of chunks of 3, 1, 2 and 1 tokens (hidden, float64)",
+        atol=1e-10,
+        rtol=0,
+        hint="token t of a chunk sees keys 0 .. T_past + t; then W_o",
+    )
+    _mm = _qt.MultiHeadAttention(_N, _H, 0.0, query_size=_N, key_size=_N, value_size=_N).to("meta").eval()
+    _mc = (_T.zeros(_B * _H, 2, _h, device="meta"), _T.zeros(_B * _H, 2, _h, device="meta"))
+    _o, _c = cached_self_attention(_mm, _T.zeros(_B, 3, _N, device="meta"), _mc)
+    checks.check_true(
+        str(_o.device) == "meta" and tuple(_o.shape) == (_B, 3, _N),
+        "on the 'meta' device (as on a GPU) the output is a meta tensor (B, T, N)",
+        hint="make the lengths on X's device: torch.arange(..., device=X.device)",
+    )

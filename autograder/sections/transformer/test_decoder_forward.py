@@ -1,0 +1,52 @@
+# Hidden: float64, other sizes, chunks of 1, 2, 1 and 3 tokens against a reference built here: embeddings times
+# sqrt(N) plus the sinusoids of the positions (closed form), two nn.TransformerDecoderLayer with the decoder's
+# weights, the output layer; the state counts every token; the decoder's own forward is not called.
+# (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+_g = _T.Generator().manual_seed(1178)
+_V, _N, _F, _H, _Tt, _Ts = 13, 16, 24, 4, 7, 5
+_T.manual_seed(1179)
+_dec = _qt.TransformerDecoder(_V, _N, _F, _H, 2, 0.0).double().eval()
+_E, _elens = _draw(_g, 2, _Ts, _N, scale=1.0), _T.tensor([5, 3])
+_Y = _T.randint(0, _V, (2, _Tt), generator=_g)  # (B, T)
+
+_pos = _T.arange(_Tt, dtype=_f64)[:, None]  # (T, 1)
+_freq = _T.exp(-_T.arange(0, _N, 2, dtype=_f64) / _N * _math.log(10000.0))  # (N / 2,): 10000^(-2j/N)
+_P = _T.stack([_torch.sin(_pos * _freq), _torch.cos(_pos * _freq)], dim=-1).reshape(_Tt, _N)  # sin, cos interleaved
+_Z = _dec.embedding.weight.detach()[_Y] * _math.sqrt(_N) + _P  # (B, T, N)
+for _blk in _dec.blks:
+    _layer = _torch_decoder_layer({k: v.detach() for k, v in _blk.state_dict().items()}, _N, _H, _F)
+    _Z = _layer(_Z, _E, tgt_mask=_causal_mask(_Tt), memory_key_padding_mask=_padding_mask(_elens, _Ts))
+_want = _T.matmul(_Z, _dec.dense.weight.detach().T) + _dec.dense.bias.detach()  # (B, T, V)
+
+
+def _no_forward(*args, **kwargs):
+    raise checks.CheckFailed("decoder_forward calls decoder(X, state); call its parts instead")
+
+
+_dec.forward = _no_forward
+_state, _outs = _dec.init_state(_E, _elens), []
+for _a, _b in ((0, 1), (1, 3), (3, 4), (4, 7)):
+    _o, _state = decoder_forward(_dec, _Y[:, _a:_b], _state)
+    checks.check_shape(_o, (2, _b - _a, _V), f"logits of tokens {_a}..{_b - 1} (hidden)", hint="(B, T, V)")
+    _outs.append(_o)
+checks.check_true(
+    _state[2][0].num_cached == _Tt and _state[2][1].num_cached == _Tt,
+    "after 7 tokens, every block's cache holds 7 tokens",
+    hint="pass the state through every block",
+)
+checks.check_close(
+    _outs[0],
+    _want[:, :1],
+    "logits of token 0 (hidden, float64)",
+    atol=1e-5,
+    rtol=0,
+    hint="embedding times math.sqrt(decoder.num_hiddens), then the positional encoding",
+)
+checks.check_close(
+    _T.cat(_outs, dim=1),
+    _want,
+    "logits of chunks of 1, 2, 1 and 3 tokens (hidden, float64)",
+    atol=1e-5,
+    rtol=0,
+    hint="the first token of X sits at position T_past = state[2][0].num_cached",
+)
