@@ -59,13 +59,16 @@ takes such a notebook in its stride: a malformed answer cell counts as missing
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import dataclasses
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from collections.abc import Collection
@@ -324,6 +327,7 @@ class Prepared:
     notes: list[str]
     tampered: list[str]
     flags: tuple[str, ...] = ()  # what the static scan of the answer cells found (autograder.scan)
+    exercises: dict[str, str] = dataclasses.field(default_factory=dict)  # stub name -> exercise number (release)
 
 
 def prepare(sub: Submission, course: Course) -> Prepared:
@@ -338,13 +342,82 @@ def prepare(sub: Submission, course: Course) -> Prepared:
             submitted = read_submission(sub.path)
         except InvalidNotebook as err:
             status, notes = "invalid notebook", [str(err)]
-    nb, more, tampered = rebuild(course.release(sub.assignment, sub.notebook), submitted)
+    release = course.release(sub.assignment, sub.notebook)
+    nb, more, tampered = rebuild(release, submitted)
     nb = restore_hidden(nb, course, sub)
     first = next((i for i, c in enumerate(nb.cells) if is_solution(c)), len(nb.cells))
     code = [(i, c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code"] if status is None else []
     prefix, cells = [(i, s) for i, s in code if i < first], [(i, s) for i, s in code if i >= first]
     flags = [] if status is not None else answer_flags(nb)
-    return Prepared(sub, nb, prefix, cells, status, notes + more, tampered, tuple(flags))
+    exercises = stub_exercises(release)
+    return Prepared(sub, nb, prefix, cells, status, notes + more, tampered, tuple(flags), exercises)
+
+
+#: The ``ename`` of the error output with which the sandbox reports that the answers changed what the hidden
+#: tests rely on (``autograder.runner.TAMPERED``; this process does not import the runner).
+TAMPERED_ENAME = "TamperingDetected"
+#: The header line of a stub cell (``# Exercise 2 (3 points): write ...``), and an unanswered stub's message
+#: as the sandbox sends it (``qkv.checks.stub_message`` without the cell's text: the name alone).
+_EXERCISE = re.compile(r"#\s*Exercise\s+(\d+)\b")
+_UNWRITTEN = re.compile(r"(?P<name>[A-Za-z_]\w*) is not written yet(?P<rest>:.*)", re.S)
+
+
+def integrity_changes(nb) -> tuple[list[str], str | None]:
+    """What the sandbox reported changed (each change once, first seen first) and the test cell where it first
+    did, from the error outputs of the run notebook's test cells (:data:`TAMPERED_ENAME`); ``([], None)`` when
+    none reported a change. The rebuilt notebook's metadata is the course's."""
+    from nbgrader.utils import is_grade, is_solution
+
+    found: dict[str, None] = {}
+    first = None
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not is_grade(cell) or is_solution(cell):
+            continue
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error" and out.get("ename") == TAMPERED_ENAME:
+                first = first or cell.metadata["nbgrader"].get("grade_id", "?")
+                lines = [line[2:].strip() for line in output_text(out.get("evalue")).splitlines() if line[:2] == "- "]
+                found.update(dict.fromkeys([line for line in lines if line] or ["a change the sandbox reported"]))
+    return list(found), first
+
+
+def stub_exercises(release) -> dict[str, str]:
+    """The functions and classes each stub cell of the release notebook defines, with its exercise number (from
+    the cell's header line, ``# Exercise 2 (3 points): ...``): ``{"masked_softmax": "1", ...}``. Read from the
+    course's release, never from a submission, whose cells a student can edit."""
+    from nbgrader.utils import is_solution
+
+    found: dict[str, str] = {}
+    for cell in release.cells:
+        if cell.cell_type != "code" or not is_solution(cell):
+            continue
+        number = _EXERCISE.match(cell.source.lstrip())
+        if number is None:
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                found.setdefault(node.name, number.group(1))
+    return found
+
+
+def name_exercises(nb, exercises: dict[str, str]) -> None:
+    """Give each unanswered stub's ``NotImplementedError`` in the run notebook's outputs the number of its
+    exercise (:func:`stub_exercises`): "Exercise 1 (masked_softmax) is not written yet: ...", as the notebook
+    itself says it in Jupyter, where the cell's header line is at hand (the sandbox keeps no cell's text)."""
+    for cell in nb.cells:
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if out.get("output_type") != "error" or out.get("ename") != "NotImplementedError":
+                continue
+            match = _UNWRITTEN.fullmatch(output_text(out.get("evalue")).strip())
+            if match is None or match["name"] not in exercises:
+                continue
+            text = f"Exercise {exercises[match['name']]} ({match['name']}) is not written yet{match['rest']}"
+            out["evalue"] = text
+            out["traceback"] = textwrap.wrap(f"NotImplementedError: {text}", 83, break_on_hyphens=False)
 
 
 def answer_flags(nb) -> list[str]:
@@ -363,13 +436,19 @@ def finish(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:
     """Everything after the sandbox: outputs into the notebook, grades into the gradebook, the files."""
     sub, nb = prep.sub, prep.nb
     notes = list(prep.notes)
+    changed: list[str] = []  # what the sandbox's guard found changed (autograder.runner.Guard)
     if prep.status is not None:
         status = prep.status
         fill_outputs(nb, None, f"not graded: {status} ({'; '.join(notes)})")
         banner = nbformat.v4.new_markdown_cell(f"**This notebook was not graded: {status}.** {'; '.join(notes)}")
         nb.cells.insert(0, banner)
     else:
-        if run.how == "timeout":
+        fill_outputs(nb, run, f"not run: {run.detail}")
+        name_exercises(nb, prep.exercises)
+        changed, where = integrity_changes(nb)
+        if changed:
+            status = "tampered"
+        elif run.how == "timeout":
             status = "timeout"
         elif run.how == "died":
             status = "kernel died"
@@ -383,10 +462,16 @@ def finish(prep: Prepared, run: sb.RunResult | None, course: Course) -> Result:
             )
         elif prep.tampered:
             notes.append("edited locked cells were replaced by the course's: " + "; ".join(prep.tampered))
-        fill_outputs(nb, run, f"not run: {run.detail}")
+        if changed:
+            shown = changed[:6] + ([f"and {len(changed) - 6} more"] if len(changed) > 6 else [])
+            verdict = "so the notebook scores zero" if course.tampered == "zero" else "so those tests scored zero"
+            notes.append(
+                f"the answers changed objects the hidden tests rely on (found at {where}), {verdict}: "
+                + "; ".join(shown)
+            )
     if sub.timestamp_note:
         notes.append(sub.timestamp_note)
-    zero = prep.status is not None or (bool(prep.tampered) and course.tampered == "zero")
+    zero = prep.status is not None or (bool(prep.tampered or changed) and course.tampered == "zero")
     scores = gradebook.save_grades(nb, course, sub, zero=zero)
     # The formgrader shows this file: under each written answer, its model answer and rubric from the course's
     # source notebook (a tagged cell that the course's feedback configuration removes; autograder/rubrics.py).

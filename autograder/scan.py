@@ -11,6 +11,8 @@ What is flagged, per line:
 * an assignment, augmented assignment, ``del`` or ``setattr``/``delattr`` that changes an attribute or item of
   a watched name (:data:`WATCHED`, and any name a cell binds to one of them by ``import ... as``), or of
   ``vars(...)``/``getattr(...)`` of one;
+* an assignment or ``del`` of one of the names :data:`REBOUND` (``checks = my_module``), and an import that
+  binds ``checks`` to anything but ``qkv.checks``;
 * an import of a module that finds objects behind the code's back (:data:`REACHING_MODULES`), and any use of
   the attributes that lead from a function or frame to its globals (:data:`REACHING_ATTRIBUTES`).
 
@@ -26,6 +28,8 @@ from dataclasses import dataclass
 #: Names whose attributes an answer has no reason to change: the checks, the course library, the libraries the
 #: hidden tests use, and the interpreter's own tables.
 WATCHED = frozenset({"checks", "qkv", "ref", "torch", "nn", "F", "math", "np", "numpy", "builtins", "sys"})
+#: Names that no answer has a reason to rebind (``checks = my_module``): the checks, and modules the tests use.
+REBOUND = frozenset({"checks", "qkv", "torch", "builtins", "sys"})
 #: Modules that find objects without being given them.
 REACHING_MODULES = frozenset({"gc", "inspect", "ctypes", "builtins", "importlib"})
 #: Attributes that lead from a function, frame or traceback to the namespaces around it.
@@ -119,6 +123,15 @@ def scan(source: str) -> list[Flag]:
                     name = _watched(part, watched)
                     if name:
                         flag(node, f"changes {name}'s attributes or items")
+                elif isinstance(part, ast.Name) and isinstance(part.ctx, ast.Store | ast.Del) and part.id in REBOUND:
+                    flag(node, f"rebinds the name {part.id}")
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            module = node.module or "" if isinstance(node, ast.ImportFrom) else ""
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                source = f"{module}.{alias.name}" if module else alias.name
+                if bound == "checks" and source != "qkv.checks":
+                    flag(node, f"binds the name checks to {source}, not qkv.checks")
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("setattr", "delattr"):
             if node.args and _watched(node.args[0], watched):
                 flag(node, f"{node.func.id} on {_watched(node.args[0], watched)}")

@@ -209,7 +209,7 @@ def test_install_shows_a_failed_check_as_its_message_and_names_an_unwritten_exer
     stub, method, check, torch_error = json.loads(out.splitlines()[-1])
     assert stub[0] == "NotImplementedError"
     assert stub[1] == (
-        "Exercise 2, sharp, is not written yet: replace `raise NotImplementedError()` in its cell with your code."
+        "Exercise 2 (sharp) is not written yet: replace `raise NotImplementedError()` in its cell with your code."
     )
     assert " ".join(stub[2]) == stub[1] and all(len(line) <= checks.WIDTH for line in stub[2])
     assert method[1].startswith("Att is not written yet")  # no header line: the name alone

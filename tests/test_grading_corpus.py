@@ -155,7 +155,87 @@ def test_good_students_get_what_they_get_alone(graded, template, tmp_path):
             == (r.status, r.score, r.exercises)
             == (
                 "graded",
-                6.0,
+                sum(corpus.FULL.values()),
                 {**corpus.FULL, "answer_exact_lookup": None, "answer_search_engine": None},
             )
         )
+
+
+# ---------------------------------------------------------------- answers that silence the checks (issue 17)
+
+
+@pytest.fixture(scope="module")
+def integrity(tmp_path_factory):
+    """The integrity corpus (tests.support.corpus.build_integrity: 11.3, masked_softmax answered wrong and the
+    checks silenced in every way it lists), graded once."""
+    template = corpus.course_template((corpus.INTEGRITY_SLUG,))
+
+    def produce(root):
+        course, subs = root / "course", root / "submissions"
+        shutil.copytree(template, course)
+        cases = corpus.build_integrity(subs, course)
+        results = grade_into(course, subs)
+        return {
+            "cases": [dataclasses.asdict(c) for c in cases],
+            "results": [dataclasses.asdict(r) for r in results],
+            "course": str(course),
+        }
+
+    data = corpus.run_once(shared_dir(tmp_path_factory) / "integrity-corpus", produce)
+    return {
+        "cases": {c["student"]: corpus.Case(**c) for c in data["cases"]},
+        "results": {r["student"]: grade.Result(**r) for r in data["results"]},
+        "course": Path(data["course"]),
+    }
+
+
+def test_silenced_checks_end_as_zero_naming_what_changed_and_honest_answers_are_graded_as_before(integrity):
+    cases, results = integrity["cases"], integrity["results"]
+    assert sorted(results) == sorted(cases)
+    assert set(corpus.SILENCERS) <= set(cases)  # every way of silencing the checks is tried
+    wrong = []
+    for name, case in cases.items():
+        r = results[name]
+        got = {gid: r.exercises.get(gid) for gid in case.points}
+        if r.status != case.status or got != case.points or case.reason not in r.reason:
+            wrong.append(f"{name} ({case.what}): {r.status} {got} {r.reason!r}; expected {case.status} {case.points}")
+        if case.flagged is not None and bool(r.flags) != case.flagged:
+            wrong.append(f"{name}: flags {list(r.flags)}, expected {'some' if case.flagged else 'none'}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_silenced_answer_scores_above_its_honest_part(integrity):
+    results = integrity["results"]
+    honest = {"later_cell": results["wrong_next"].score}
+    for name, r in results.items():
+        if name in corpus.SILENCERS or name == "later_cell":
+            assert r.score <= honest.get(name, results["plain_softmax"].score), (name, r.score)
+            assert r.status == "tampered" and "the answers changed objects the hidden tests rely on" in r.reason
+    assert results["plain_softmax"].score > 0  # the bound above means something: the honest part earns points
+
+
+def test_the_feedback_says_what_changed_and_names_an_unwritten_exercise(integrity):
+    course = integrity["course"]
+    slug = corpus.INTEGRITY_SLUG
+    for name, case in integrity["cases"].items():
+        nb = nbformat.read(course / "autograded" / name / slug / f"{slug}.ipynb", as_version=4)
+        errors = {
+            nbs.grade_id(c): [o for o in c.outputs if o.output_type == "error"]
+            for c in nb.cells
+            if c.cell_type == "code"
+        }
+        for gid, text in case.shows.items():
+            assert any(text in o.evalue for o in errors[gid]), f"{name}: {gid} shows {errors[gid]}"
+        if case.status == "tampered":
+            found = [o for outs in errors.values() for o in outs if o.ename == grade.TAMPERED_ENAME]
+            assert found and all(corpus.SILENCED_NAMES[name] in o.evalue for o in found), name
+            assert corpus.SILENCED_NAMES[name] in integrity["results"][name].reason
+    nb = nbformat.read(course / "autograded" / "unanswered" / slug / f"{slug}.ipynb", as_version=4)
+    stub_errors = [
+        o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.get("ename") == "NotImplementedError"
+    ]
+    assert stub_errors and all(o.evalue.startswith("Exercise ") for o in stub_errors)
+    assert {o.evalue.split(" is not written yet")[0] for o in stub_errors} >= {
+        "Exercise 1 (masked_softmax)",
+        "Exercise 2 (DotProductAttention)",
+    }

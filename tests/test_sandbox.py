@@ -522,3 +522,134 @@ def test_display_and_magics_grade_as_in_jupyter(box):
     assert [(o.output_type, o.ename) for o in unknown] == [("error", "UsageError")]  # nbgrader: the cell failed
     assert "%autograde_me" in unknown[0].evalue
     assert [(o.output_type, o.text) for o in test] == [("stream", "passed 45\n")]
+
+
+# ---------------------------------------------------------------- the hidden tests' own checks (issue 17)
+
+GUARD_PREFIX = [(0, "import math\nimport torch\nfrom qkv import checks\nchecks.install();")]
+#: A test cell: its visible part passes whatever answer() returns; its hidden part needs answer() == 1.
+GUARDED_TEST = """\
+checks.check_true(True, "the visible part passes")
+### BEGIN HIDDEN TESTS
+_got = float(answer())
+checks.check_close(torch.tensor([_got]), torch.tensor([1.0]), "answer()")
+print("hidden part ran")
+### END HIDDEN TESTS
+"""
+WRONG = "def answer():\n    return 2\n\n"
+#: An answer cell's change to what the hidden tests rely on, and how the sandbox names it.
+CHANGES = [
+    ("checks.check_close = lambda *a, **k: None", "qkv.checks.check_close was replaced"),
+    ("checks._fail = lambda *a, **k: None", "qkv.checks._fail was replaced"),
+    ("checks.check_close.__defaults__ = ('r', 1e9, 1e9, None, None)", "qkv.checks.check_close's defaults were changed"),
+    ("checks.trusted.tensor = lambda *a, **k: None", "qkv.checks.trusted.tensor was replaced"),
+    ("import builtins\nbuiltins.max = lambda *a, **k: 0", "builtins.max was replaced"),
+    ("torch.Tensor.tolist = lambda self: [1.0]", "torch.Tensor.tolist was replaced"),
+    ("torch.softmax = lambda *a, **k: None", "torch.softmax was replaced"),
+    (
+        "import contextlib\ncontextlib._GeneratorContextManager.__exit__ = lambda *a: True",
+        "contextlib._GeneratorContextManager.__exit__ was replaced",
+    ),
+    ("math.exp = abs", "math.exp was replaced"),
+    ("import qkv.attention\nqkv.attention.masked_softmax = print", "qkv.attention.masked_softmax was replaced"),
+    ("import sys, cmath\nsys.modules['math'] = cmath", "sys.modules['math'] was replaced"),
+    (
+        "from torch.overrides import TorchFunctionMode\nTorchFunctionMode().__enter__()",
+        "a torch function or dispatch mode was left active",
+    ),
+    ("import sys\nsys.settrace(lambda *a: None)", "a trace function was set (sys.settrace)"),
+    (
+        "checks = __import__('types').SimpleNamespace(check_close=print, check_true=print)",
+        "the notebook's name checks was rebound",
+    ),
+]
+#: Changes made while the hidden part runs, by the answer it calls, through the hidden part's own frame.
+DURING = [
+    ("checks", "the hidden tests' name checks was rebound"),
+    ("torch", "the hidden tests' name torch was rebound"),
+]
+
+
+def tampering(outputs) -> list[dict]:
+    return [o for o in outputs if o["output_type"] == "error" and o["ename"] == runner.TAMPERED]
+
+
+@needs_bwrap
+@pytest.mark.slow
+@pytest.mark.parametrize("change, name", CHANGES, ids=[name for _, name in CHANGES])
+def test_a_change_to_what_the_hidden_tests_rely_on_is_reported_before_they_run(box, change, name):
+    result = box.run([(1, WRONG + change), (2, GUARDED_TEST)], prefix=GUARD_PREFIX)
+    assert result.how == "done", result.detail
+    outputs = result.cells[2][1]
+    (found,) = tampering(outputs)
+    assert f"- {name}" in found["evalue"].splitlines() and "found before" in found["evalue"]
+    assert "hidden part ran" not in stream_text(outputs)  # the hidden tests did not run on compromised checks
+    assert grade.TAMPERED_ENAME == runner.TAMPERED
+
+
+@needs_bwrap
+@pytest.mark.slow
+@pytest.mark.parametrize("name, label", DURING, ids=[name for name, _ in DURING])
+def test_a_change_made_while_the_hidden_part_runs_is_reported_after_it(box, name, label):
+    answer = f"""
+        import sys, types
+        _fake = types.SimpleNamespace(check_close=lambda *a, **k: None, tensor=lambda *a, **k: None)
+
+        def answer():
+            sys._getframe(1).f_globals[{name!r}] = _fake  # the caller: the hidden part
+            return 2
+    """
+    result = box.run([(1, textwrap.dedent(answer)), (2, GUARDED_TEST)], prefix=GUARD_PREFIX)
+    outputs = result.cells[2][1]
+    (found,) = tampering(outputs)
+    assert f"- {label}" in found["evalue"].splitlines() and "found after" in found["evalue"]
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_hidden_parts_get_the_real_checks_and_builtins_and_honest_notebooks_raise_no_alarm(box):
+    cells = [
+        (1, "sum = 0\nfor i in range(3):\n    sum += i\nmax = 'shadowed'\n\ndef answer():\n    return 1\n"),
+        (
+            2,
+            "checks.check_true(answer() == 1, 'visible')\n### BEGIN HIDDEN TESTS\n"
+            "_secret = sum([1, 2]) + len(max([[1], [2, 3]]))  # the builtins, not the notebook's names\n"
+            "checks.check_true(_secret == 5, 'the builtins are the real ones')\n### END HIDDEN TESTS\n",
+        ),
+        (3, "print(sum, max, '_secret' in dir())"),  # the hidden part's names stay in the hidden part
+        (  # honest code that imports torch._dynamo (which re-binds torch.manual_seed) and uses pyplot
+            4,
+            "x = torch.zeros(2, device='meta').masked_fill(torch.zeros(2, dtype=torch.bool, device='meta'), 0.0)\n"
+            "import matplotlib.pyplot as plt\nplt.plot([1, 2])\ntorch.manual_seed(0);",
+        ),
+        (5, GUARDED_TEST),
+        (6, "def stub():\n    # YOUR CODE HERE\n    raise NotImplementedError()"),
+        (7, "checks.check_true(True, 'visible')\n### BEGIN HIDDEN TESTS\nstub()\n### END HIDDEN TESTS"),
+        (8, WRONG),
+        (9, GUARDED_TEST),
+    ]
+    saved = box.limits
+    box.limits = dataclasses.replace(saved, deadline=60)  # importing torch._dynamo takes seconds on a busy machine
+    try:
+        result = box.run(cells, prefix=GUARD_PREFIX)
+    finally:
+        box.limits = saved
+    assert result.how == "done", result.detail
+    assert not [i for i, (_, outputs) in result.cells.items() if tampering(outputs)]
+    assert not [o for o in result.cells[2][1] if o["output_type"] == "error"]
+    assert printed(result, 3) == "3 shadowed False\n"
+    assert printed(result, 5) == "hidden part ran\n" and not [o for o in result.cells[5][1] if "ename" in o]
+    (stub,) = [o for o in result.cells[7][1] if o["output_type"] == "error"]  # named as in Jupyter
+    assert stub["ename"] == "NotImplementedError" and stub["evalue"].startswith("stub is not written yet")
+    assert stub["traceback"] == [f"NotImplementedError: {stub['evalue']}"]
+    (failed,) = [o for o in result.cells[9][1] if o["output_type"] == "error"]  # a wrong answer fails, as before
+    assert failed["ename"] == "CheckFailed" and "answer() differs from the reference" in failed["evalue"]
+    assert failed["traceback"][0].startswith("CheckFailed: answer()")
+
+
+def test_split_hidden_finds_nbgraders_marker_at_the_start_of_a_line_only():
+    source = "x = '### BEGIN HIDDEN TESTS'\ny = 1\n### BEGIN HIDDEN TESTS\nz = 2\n### END HIDDEN TESTS\n"
+    visible, hidden, lines = runner.split_hidden(source)
+    assert visible == "x = '### BEGIN HIDDEN TESTS'\ny = 1\n" and lines == 2
+    assert hidden == "### BEGIN HIDDEN TESTS\nz = 2\n### END HIDDEN TESTS\n"
+    assert runner.split_hidden("y = 1\n") == ("y = 1\n", None, 0)

@@ -26,6 +26,9 @@ SILENCING = [
     ("def f():\n    pass\ng = f.__globals__", "__globals__"),
     ("import sys\nframe = sys._getframe(1)", "_getframe"),
     ("x = __import__('gc')", "__import__"),
+    ("import types\nchecks = types.SimpleNamespace(check_close=print)", "checks"),
+    ("import types as checks", "checks"),
+    ("del checks", "checks"),
 ]
 
 

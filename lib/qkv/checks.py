@@ -1,4 +1,5 @@
-"""Checks used by the notebooks' test cells: readable for students, hard to fool (D2L 11.1-11.9).
+"""Checks used by the notebooks' test cells: readable for students, and out of an answer's reach when graded
+(D2L 11.1-11.9).
 
 Every check fails with a :class:`CheckFailed` (a subclass of
 ``AssertionError``) whose message says what was checked, what was expected,
@@ -17,6 +18,24 @@ The checks do not trust the objects they are given:
   afterwards changes nothing here;
 * :func:`forbid_reference` poisons a ``qkv`` component while a student's
   function runs, so an answer that only calls the reference fails.
+
+What holds against a dishonest answer, and what does not. The student's code
+and the checks share one Python process, and code in a process can always be
+made to lie about itself: in the notebook an answer can rebind any function
+here (``checks.check_close = lambda *a, **k: None``) and the *visible* tests,
+which use the notebook's ``checks``, then pass. They decide no grade on their
+own. The grader (``autograder.runner.Guard``, in the sandbox) records this
+module, ``trusted``, its functions' code, defaults and closures, ``builtins``,
+``sys.modules`` and the modules and classes the tests use before any student
+code runs; it runs each test's *hidden* part in a namespace of its own, whose
+``checks`` is this module as recorded, and compares the record before and
+after it. A change (made directly, through ``sys.modules``, ``builtins``,
+``gc`` or the notebook's name ``checks``) makes the notebook ``tampered``: it
+scores zero, with the change named. Out of reach of that comparison: a change
+made and undone between two of its checkpoints, writes to memory through
+``ctypes``, and rewriting the grader's own record; the report flags the lines
+that try such things for a person (``autograder/scan.py``). README.md,
+"What grading promises", says it in full.
 """
 
 from __future__ import annotations
@@ -287,7 +306,7 @@ def stub_message(error: BaseException, tb=None) -> str | None:
         return None
     first = (linecache.getlines(code.co_filename) or [""])[0]
     number = _EXERCISE.match(first.strip())
-    label = f"Exercise {number.group(1)}, {name}," if number else f"{name}"
+    label = f"Exercise {number.group(1)} ({name})" if number else f"{name}"
     return f"{label} is not written yet: replace `raise NotImplementedError()` in its cell with your code."
 
 

@@ -145,6 +145,7 @@ class Case:
     shows: dict[str, str] = dataclasses.field(default_factory=dict)
     hides: dict[str, str] = dataclasses.field(default_factory=dict)
     reason: str = ""  # text the result's reason must contain
+    flagged: bool | None = None  # whether the static scan must flag the answers (None: either)
 
 
 FULL = {
@@ -499,12 +500,172 @@ def build(dest: Path, course: Path, repo: Path = nbs.ROOT, only_good: bool = Fal
     add(
         Case(
             "patched_allclose",
-            "graded",
-            _points(sharp_similarity=0),
+            "tampered",
+            ZERO,  # the checks never used these; the sandbox's guard reports the change all the same
             "a wrong answer that patches torch.allclose, torch.equal and Tensor.__eq__",
+            reason="torch.allclose was replaced",
+            flagged=True,
         ),
         _before(
             patched, with_answer(solved, "sharp_similarity", m("sharp_similarity", "positive_sign")), "sharp_similarity"
         ),
+    )
+    return cases
+
+
+# ---------------------------------------------------------------- answers that silence the checks (issue 17)
+
+#: The section of the integrity corpus (D2L 11.3): its first exercise, ``masked_softmax``, answered wrong.
+INTEGRITY_SLUG = "attention-scoring-functions"
+#: A plain softmax that ignores the lengths: the honest, wrong part of every answer below.
+PLAIN_SOFTMAX = """\
+def masked_softmax(X, valid_lens):
+    return torch.softmax(X, dim=-1)  # ignores valid_lens: wrong wherever a key is masked
+"""
+#: Ways to make every check pass, each written as a student would, after the wrong answer in its cell.
+SILENCERS = {
+    # the issue's case: every check* of the notebook's checks, and of qkv.checks, a no-op
+    "noop_checks": """
+        for _n in dir(checks):
+            if _n.startswith("check"):
+                setattr(checks, _n, lambda *a, **k: None)
+        import qkv.checks
+        for _n in dir(qkv.checks):
+            if _n.startswith("check"):
+                setattr(qkv.checks, _n, lambda *a, **k: None)
+    """,
+    # a silenced copy of the module put in sys.modules, then imported under the notebook's name
+    "via_sys_modules": """
+        import sys, types, qkv
+        _fake = types.ModuleType("qkv.checks")
+        _fake.__dict__.update(vars(sys.modules["qkv.checks"]))
+        for _n in dir(_fake):
+            if _n.startswith("check"):
+                setattr(_fake, _n, lambda *a, **k: None)
+        sys.modules["qkv.checks"] = _fake
+        qkv.checks = _fake
+        from qkv import checks
+    """,
+    # a silenced namespace in builtins, where the name checks is found once the notebook's own is deleted
+    "via_builtins": """
+        import builtins, types
+        _fake = types.SimpleNamespace(**{_n: getattr(checks, _n) for _n in dir(checks) if not _n.startswith("__")})
+        for _n in dir(_fake):
+            if _n.startswith("check"):
+                setattr(_fake, _n, lambda *a, **k: None)
+        builtins.checks = _fake
+        del checks
+    """,
+    # the check functions themselves, found through the garbage collector, given the code of a no-op
+    "via_gc": """
+        import gc, types
+        gc.unfreeze()  # the grader's objects are frozen (gc.freeze), out of get_objects' sight until then
+        for _o in gc.get_objects():
+            if isinstance(_o, types.FunctionType) and _o.__module__ == "qkv.checks" and _o.__name__.startswith("check"):
+                _o.__code__ = (lambda *a, **k: None).__code__
+    """,
+    # the notebook's name checks bound to another module whose checks do nothing
+    "other_module": """
+        import types
+        _fake = types.ModuleType("checks")
+        _fake.__dict__.update({_n: _v for _n, _v in vars(checks).items() if not _n.startswith("__")})
+        for _n in dir(_fake):
+            if _n.startswith("check"):
+                setattr(_fake, _n, lambda *a, **k: None)
+        checks = _fake
+    """,
+}
+#: What each silencer changes, as the grader's reason names it.
+SILENCED_NAMES = {
+    "noop_checks": "qkv.checks.check_close was replaced",
+    "via_sys_modules": "sys.modules['qkv.checks'] was replaced",
+    "via_builtins": "builtins.checks was added",
+    "via_gc": "qkv.checks.check_close's code was changed",
+    "other_module": "the notebook's name checks was rebound",
+    "later_cell": "qkv.checks.check_close was replaced",
+}
+
+
+def points_of_tests(release) -> dict[str, float]:
+    """Every auto-graded test cell of a release notebook and its points (its nbgrader metadata)."""
+    return {
+        nbs.grade_id(c): float(c.metadata.nbgrader["points"])
+        for c in release.cells
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade") and not nbs.role(c) == "stub"
+    }
+
+
+def build_integrity(dest: Path, course: Path) -> list[Case]:
+    """Write the integrity corpus of :data:`INTEGRITY_SLUG` under ``dest`` for the course at ``course``.
+
+    ``plain_softmax`` is the honest part alone (a wrong ``masked_softmax``); each silencer of :data:`SILENCERS`
+    adds to it one way to make the checks pass, in the same cell; ``later_cell`` answers the next exercise wrong
+    too and silences the checks in that later cell, after the first hidden test ran. Each of those ends as zero
+    with the change named. ``good`` (every answer right) and ``unanswered`` (the release as it is) are graded
+    as usual; the unanswered stubs' errors name their exercise from the release notebook.
+    """
+    dest, course = Path(dest), Path(course)
+    slug = INTEGRITY_SLUG
+    release_path = course / "release" / slug / f"{slug}.ipynb"
+    release = nbformat.read(release_path, as_version=4)
+    solved = solved_notebook(release_path, slug)
+    full = points_of_tests(release)
+    zero = {k: 0.0 for k in full}
+    cases: list[Case] = []
+
+    def add(case: Case, content) -> None:
+        path = dest / case.student / slug / f"{slug}.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(content, str(path))
+        cases.append(case)
+
+    add(Case("good", "graded", dict(full), "the reference solution", flagged=False), solved)
+    add(
+        Case(
+            "unanswered",
+            "graded",
+            dict(zero),
+            "the release notebook as it is",
+            shows={"test_masked_softmax": "Exercise 1 (masked_softmax) is not written yet"},
+            flagged=False,
+        ),
+        release,
+    )
+    plain = with_answer(solved, "masked_softmax", PLAIN_SOFTMAX)
+    honest = {**full, "test_masked_softmax": 0.0}  # the later exercises do not call the student's masked_softmax
+    add(Case("plain_softmax", "graded", honest, "masked_softmax as a plain softmax", flagged=False), plain)
+    for name, code in SILENCERS.items():
+        add(
+            Case(
+                name,
+                "tampered",
+                dict(zero),
+                f"masked_softmax as a plain softmax, then the checks silenced ({name})",
+                reason=SILENCED_NAMES[name],
+                flagged=True,
+            ),
+            with_answer(solved, "masked_softmax", PLAIN_SOFTMAX + textwrap.dedent(code)),
+        )
+    wrong_next = with_answer(plain, "DotProductAttention", mutant_source(slug, "DotProductAttention", "no_scaling"))
+    add(
+        Case(
+            "wrong_next",
+            "graded",
+            {**honest, "test_DotProductAttention": 0.0},
+            "masked_softmax as a plain softmax and DotProductAttention without the scaling",
+            flagged=False,
+        ),
+        wrong_next,
+    )
+    add(
+        Case(
+            "later_cell",
+            "tampered",
+            dict(zero),
+            "as wrong_next, the checks silenced in the DotProductAttention cell, after the first hidden test ran",
+            reason="(found at test_DotProductAttention)",
+            flagged=True,
+        ),
+        _before(SILENCERS["noop_checks"], wrong_next, "DotProductAttention"),
     )
     return cases
