@@ -99,6 +99,20 @@ def test_each_configuration_loads_only_its_nbgrader_tools(config_path, server, d
     assert loaded == {"server": server, "disabled": disabled}, f"JUPYTER_CONFIG_PATH={config_path!r}"
 
 
+def test_binders_start_script_gives_the_student_configuration(tmp_path):
+    """Binder (repo2docker) runs the repository's ``start`` with the server's command as arguments: run it so, from
+    another folder and with no JUPYTER_CONFIG_PATH, and the server loads exactly the student's nbgrader tools."""
+    start = ROOT / "start"
+    assert os.access(start, os.X_OK), "Binder runs start only when it is executable"
+    env = {k: v for k, v in os.environ.items() if k != "JUPYTER_CONFIG_PATH"}
+    result = subprocess.run(
+        [str(start), sys.executable, "-c", _LOADED], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    loaded = json.loads(result.stdout.strip().splitlines()[-1])
+    assert loaded == {"server": ["validate_assignment"], "disabled": NBGRADER_TOOLS}
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind((browser.LOCAL_HOST, 0))
