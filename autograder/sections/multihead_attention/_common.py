@@ -3,7 +3,7 @@
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
 import math as _math
 
-from torch.utils._python_dispatch import TorchDispatchMode as _DispatchMode
+import torch.overrides as _ov
 
 import qkv.multihead as _qm  # noqa: F401 (the hidden tests after this use it)
 
@@ -33,19 +33,46 @@ def _lens_per_query(valid_lens, B, Q, K):
     return [n if isinstance(n, list) else [n] * Q for n in valid_lens]
 
 
-class _CountProducts(_DispatchMode):
-    """While on, counts the matrix products (mm, bmm, addmm, baddbmm, fused attention...) torch dispatches."""
+class _CountProducts(_ov.TorchFunctionMode):
+    """While on, counts the calls of torch functions that multiply matrices (bmm, matmul and @, einsum, linear,
+    fused attention...). A TorchFunctionMode sees the calls as the student's code makes them, before dispatch; it is
+    fast and imports nothing (a TorchDispatchMode's first use imports torch._dynamo, seconds on a loaded machine)."""
 
-    NAMES = ("mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul", "dot", "mv", "vdot", "linear", "einsum")
+    NAMES = (
+        "mm", "bmm", "matmul", "__matmul__", "__rmatmul__", "einsum", "linear", "baddbmm", "addmm", "addbmm",
+        "mv", "dot", "tensordot", "scaled_dot_product_attention", "multi_head_attention_forward",
+    )  # fmt: skip
 
     def __init__(self):
         super().__init__()
         self.count = 0
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = func.overloadpacket.__name__
-        if name in self.NAMES or name.startswith("_scaled_dot_product"):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") in self.NAMES:
             self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+class _HostProbe(_ov.TorchFunctionMode):
+    """While on, records what would tie the code to the CPU on another device: values read out into Python
+    (.tolist(), .item(), int(), bool(), .numpy(), .cpu()), which on a GPU wait for it and copy, and new tensors
+    made from scratch without device= (torch.tensor, arange, zeros, ...), which land on the CPU. (Running the code
+    on 'meta' tensors would show the same, but a division on 'meta' imports torch._dynamo: seconds of grading.)"""
+
+    READS = ("tolist", "item", "__int__", "__float__", "__bool__", "__index__", "numpy", "cpu")
+    FACTORIES = ("tensor", "as_tensor", "arange", "zeros", "ones", "full", "empty", "eye", "linspace", "randn",
+                 "rand", "randint")  # fmt: skip
+
+    def __init__(self):
+        super().__init__()
+        self.found = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in self.READS:
+            self.found.append(f".{name}()" if not name.startswith("__") else f"{name.strip('_')}(a tensor)")
+        elif name in self.FACTORIES and (kwargs or {}).get("device") is None:
+            self.found.append(f"torch.{name}(...) without device=")
         return func(*args, **(kwargs or {}))
 
 

@@ -1,7 +1,8 @@
 # Hidden: float64, N = 12 in H = 3 heads (h = 4), no mask, lengths per example and per query, huge scores; the
 # weights and output against a loop over examples and heads and against torch.nn.MultiheadAttention with the
-# same weights (key_padding_mask from the lengths); dropout on the weights in training mode only; the number of
-# matrix products independent of the number of heads (no loop over heads); 'meta' tensors; not the reference.
+# same weights (its attn_mask from the lengths); dropout on the weights in training mode only; the number of
+# matrix products independent of the number of heads (no loop over heads); nothing that ties forward to the
+# CPU (lengths read into Python, tensors made without device=); not the reference.
 import torch as _torch
 
 _NAMES = ("W_q", "W_k", "W_v", "W_o")
@@ -79,7 +80,7 @@ with checks.forbid_reference(MultiHeadAttention, (_qm, "MultiHeadAttention")):
         )
         checks.check_close(_out, _O, f"output {_what}", atol=1e-10, rtol=0, hint=_hint)
 
-    # Against PyTorch's own layer, the same weights; key_padding_mask is True where a key is padding.
+    # Against PyTorch's own layer, with the same weights.
     _torch_layer = _torch.nn.MultiheadAttention(_N, _H, bias=False, batch_first=True, kdim=_dk, vdim=_dv).double()
     _torch_layer.eval()
     _tw = [_T.randn(_N, _N, generator=_g, dtype=_f64) / _math.sqrt(_N), _weights[1], _weights[2], _weights[3]]
@@ -92,11 +93,13 @@ with checks.forbid_reference(MultiHeadAttention, (_qm, "MultiHeadAttention")):
     _set_weights(_layer, _tw, "hidden, queries of size N = 12")
     _qN = _T.randn(_B, _Q, _N, generator=_g, dtype=_f64)
     _lens = _T.tensor([4, 1, 5])
-    _ignore = _T.arange(_K)[None, :] >= _lens[:, None]  # (B, K): True = padding
+    # torch's attn_mask, (B * H, Q, K), True where a key must be ignored, row b * H + i for head i of example b.
+    # (key_padding_mask would do the same, but its first use imports sympy: seconds, on a loaded machine.)
+    _ignore = _T.tensor([[[j >= n for j in range(_K)]] * _Q for n in (4, 1, 5) for _ in range(_H)])
     _out = _layer(_qN, _k, _v, _lens)
     with _torch.no_grad():
         _expected, _per_head = _torch_layer(
-            _qN, _k, _v, key_padding_mask=_ignore, need_weights=True, average_attn_weights=False
+            _qN, _k, _v, attn_mask=_ignore, need_weights=True, average_attn_weights=False
         )
     checks.check_close(
         _layer.attention_weights.reshape(_B, _H, _Q, _K),
@@ -169,27 +172,20 @@ with checks.forbid_reference(MultiHeadAttention, (_qm, "MultiHeadAttention")):
         "the values, with no Python loop over the heads",
     )
 
-# Devices: a layer and inputs on the 'meta' device (shapes, no data), where a tensor made on the CPU, or lengths
-# read out into Python (.tolist(), .item()), fail as they would on a GPU.
-_layer = _new_layer(8, 2, 0.0, 5, 6, 7).float()
-_layer.to("meta")
-_hint_m = (
-    "keep every tensor on the inputs' device: repeat the lengths with torch.repeat_interleave, and do not read "
-    "them out into Python (.tolist(), .item())"
-)
+# Devices: nothing in forward may tie it to the CPU: lengths read out into Python, or new tensors made without
+# device=, fail or stall on a GPU.
+_layer = _new_layer(8, 2, 0.0, 5, 6, 7)
 for _name, _lens in (
-    ("lengths per example (B,)", _T.tensor([1, 4], device="meta")),
-    ("lengths per query (B, Q)", _T.tensor([[1, 2, 4], [4, 3, 2]], device="meta")),
+    ("lengths per example (B,)", _T.tensor([1, 4])),
+    ("lengths per query (B, Q)", _T.tensor([[1, 2, 4], [4, 3, 2]])),
 ):
-    _out, _err = _error_of(
-        lambda _lens=_lens: _layer(
-            _T.zeros(2, 3, 5, device="meta"), _T.zeros(2, 4, 6, device="meta"), _T.zeros(2, 4, 7, device="meta"), _lens
-        )
-    )
+    _inputs = (_T.zeros(2, 3, 5, dtype=_f64), _T.zeros(2, 4, 6, dtype=_f64), _T.zeros(2, 4, 7, dtype=_f64), _lens)
+    with _HostProbe() as _probe:
+        _layer(*_inputs)
     checks.check_true(
-        _err is None,
-        f"MultiHeadAttention with a layer, inputs and {_name} on the 'meta' device should work; it raised {_err}",
-        hint=_hint_m,
+        not _probe.found,
+        f"forward ({_name}) should keep every tensor on the inputs' device; it called "
+        f"{', '.join(sorted(set(_probe.found)))}",
+        hint="repeat the lengths with torch.repeat_interleave; do not read them out into Python (.tolist(), "
+        ".item()) or make new tensors without device=",
     )
-    checks.check_shape(_out, (2, 3, 8), f"output on the 'meta' device ({_name})")
-    checks.check_true(str(_out.device) == "meta", f"the output should stay on the 'meta' device ({_name})")

@@ -1,7 +1,7 @@
 # Hidden: float64, grouped (H = 4, G = 2), multi-query (G = 1) and multi-head (G = H) shapes, no mask, lengths per
 # example and per query, huge scores; references by explicit loops over examples and query heads (query head i with
-# key/value head i // (H / G)); the number of matrix products independent of H and G; 'meta' tensors; neither the
-# reference nor PyTorch's fused attention called.
+# key/value head i // (H / G)); the number of matrix products independent of H and G; nothing that ties it to the
+# CPU; neither the reference nor PyTorch's fused attention called.
 import torch.nn.functional as _F
 
 
@@ -63,23 +63,22 @@ with checks.forbid_reference(
         "and one for the values over all heads at once (@ works on 4-dimensional tensors)",
     )
 
-_hint_m = "make every new tensor on the inputs' device and do not read lengths out into Python (.tolist(), .item())"
+# Devices: nothing may tie the function to the CPU (see _HostProbe).
 for _name, _lens in (
-    ("lengths per example (B,)", _T.tensor([1, 4], device="meta")),
-    ("lengths per query (B, Q)", _T.tensor([[1, 2, 4], [4, 3, 2]], device="meta")),
+    ("lengths per example (B,)", _T.tensor([1, 4])),
+    ("lengths per query (B, Q)", _T.tensor([[1, 2, 4], [4, 3, 2]])),
 ):
-    _out, _err = _error_of(
-        lambda _lens=_lens: grouped_query_attention(
-            _T.zeros(2, 6, 3, 5, device="meta"),
-            _T.zeros(2, 2, 4, 5, device="meta"),
-            _T.zeros(2, 2, 4, 7, device="meta"),
-            _lens,
-        )
+    _inputs = (
+        _T.zeros(2, 6, 3, 5, dtype=_f64),
+        _T.zeros(2, 2, 4, 5, dtype=_f64),
+        _T.zeros(2, 2, 4, 7, dtype=_f64),
+        _lens,
     )
+    with _HostProbe() as _probe:
+        grouped_query_attention(*_inputs)
     checks.check_true(
-        _err is None,
-        f"grouped_query_attention with inputs and {_name} on the 'meta' device should work; it raised {_err}",
-        hint=_hint_m,
+        not _probe.found,
+        f"grouped_query_attention ({_name}) should keep every tensor on the inputs' device; it called "
+        f"{', '.join(sorted(set(_probe.found)))}",
+        hint="make every new tensor on the inputs' device and do not read lengths out into Python (.tolist(), .item())",
     )
-    checks.check_shape(_out, (2, 6, 3, 7), f"output on the 'meta' device ({_name})")
-    checks.check_true(str(_out.device) == "meta", f"the output should stay on the 'meta' device ({_name})")
