@@ -13,7 +13,13 @@ One source for every piece (docs/design.md):
   module's ``CELLS[grade_id]`` string.
 * ``autograder/sections/<module>/<grade_id>.py`` holds the hidden tests of the
   test cell ``grade_id``, as plain Python; an optional ``_common.py`` beside
-  them holds reference helpers that several of them share.
+  them holds reference helpers that several of them share. They use
+  ``checks.check_*`` and ``checks.trusted.*`` as the visible tests do; no
+  rewriting is needed: when graded, each hidden block runs in a namespace of
+  its own whose ``checks`` is the one the sandbox recorded before any student
+  code (``autograder.runner.run_hidden``). So a hidden block reads only the
+  notebook's names (the answers, ``checks``, the setup cell's modules) and the
+  builtins, never a name another hidden block binds.
 * ``autograder/sections/<module>/rubric.toml`` holds the model answer and
   rubric of every written question (:mod:`autograder.rubrics`): inside
   nbgrader's solution markers in the source notebook's answer cells, in an

@@ -16,6 +16,15 @@ zero with a reason (``STATUSES``). Nothing a submission holds can stop the batch
   ``--tampered keep`` gives it its answers' score instead.
 * Student code runs in a bubblewrap sandbox (:mod:`autograder.sandbox`), in
   parallel (``--jobs``), with a progress bar.
+* **Answers that silence the checks.** Each test's hidden part runs with the
+  checks the sandbox recorded before any student code, and the sandbox reports
+  an answer that changed what the hidden tests rely on (``qkv.checks``,
+  ``builtins``, ``sys.modules``...: :class:`autograder.runner.Guard`) as an
+  error output of the test cell (:data:`TAMPERED_ENAME`); such a notebook is
+  ``tampered`` and scores zero (``--tampered keep``: the points of the tests
+  that passed), the changes named in the reason (:func:`integrity_changes`).
+* An unanswered stub's ``NotImplementedError`` names its exercise, number and
+  name, taken from the release notebook (:func:`name_exercises`).
 * **Limits per section.** A run may take ``--deadline`` seconds and ``--memory``
   GiB (120 s and 3 GiB by default). A section that needs more (one that trains a
   model) says so in its notebook's front matter, which jupytext, the assembler

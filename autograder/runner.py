@@ -40,6 +40,23 @@ The child
     child that dies still leaves the cells it finished. It ends with
     ``os._exit``: a thread a student left behind delays nothing.
 
+The hidden tests
+    A test cell comes with its hidden part after nbgrader's marker
+    (``### BEGIN HIDDEN TESTS``, kept in the gradebook's copy of the cell).
+    The visible part runs as a cell; if it passes, :func:`run_hidden` runs
+    the hidden part in a namespace of its own: the notebook's names (the
+    answers), but ``checks``, ``torch`` and the modules the course's prefix
+    imported as the zygote recorded them before any student code, and a copy
+    of the real builtins. The zygote's :class:`Guard` records what the hidden
+    tests and ``qkv.checks`` rely on (the checks' functions and their code,
+    ``builtins``, ``sys.modules``, the modules and classes the tests call) and
+    compares it before and after every hidden part; a change is an error
+    output of the cell (``ename`` :data:`TAMPERED`, the change named), which
+    :mod:`autograder.grade` turns into the status ``tampered``. What this
+    cannot see (a change undone between two comparisons, ``ctypes``, code
+    that rewrites this file's objects) is said in README.md, "What grading
+    promises against a dishonest student".
+
 The protocol is newline-delimited JSON. Everything the child sends is
 untrusted: the parent treats it as data and grades it with nbgrader.
 """

@@ -3,12 +3,16 @@ the names it takes from its own module qualified by the notebook's alias for tha
 
 from __future__ import annotations
 
+import ast
+import builtins
 import textwrap
 import types
 
 import pytest
 
 from autograder import assemble
+from course import notebooks as nbs
+from course.section import section, sections
 from qkv import attention
 
 
@@ -60,3 +64,37 @@ def test_a_solution_written_out_is_pasted_as_it_is():
     answers = _answers(square=square)
     square.__module__ = answers.__name__
     assert assemble.component_body(square, answers) == "return x * x  # (n,)"
+
+
+def _reads(tree: ast.AST) -> set[str]:
+    """The names a piece of code reads and does not bind itself (nor takes from the builtins)."""
+    loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return loads - assemble._bound_names(tree) - set(dir(builtins))
+
+
+def _parse_cell(source: str) -> ast.AST:
+    """A notebook cell's Python, its IPython lines (``%magic``, ``!command``) left out."""
+    return ast.parse("\n".join("" if line.lstrip()[:1] in ("%", "!") else line for line in source.splitlines()))
+
+
+@pytest.mark.parametrize("slug", [s.slug for s in sections()])
+def test_each_hidden_block_reads_only_the_notebooks_names_and_the_builtins(slug):
+    """When graded, each hidden block runs in a namespace of its own (autograder.runner.run_hidden): the notebook's
+    names and the builtins, not what another hidden block bound, which the in-process tests would not notice."""
+    sec = section(slug)
+    notebook, blocks = set(), {}
+    for cell in sec.read().cells:
+        if cell.cell_type != "code":
+            continue
+        notebook |= assemble._bound_names(_parse_cell(cell.source))
+        if nbs.role(cell) == "test":
+            blocks[nbs.grade_id(cell)] = assemble.hidden_tests(sec, nbs.grade_id(cell))
+    for grade, block in blocks.items():
+        if block is not None:
+            missing = _reads(ast.parse(block)) - notebook
+            assert not missing, f"{sec.hidden_test(grade)} reads {sorted(missing)}, which the notebook does not bind"
+
+
+def test_the_reads_of_a_block_are_what_it_does_not_bind():
+    tree = ast.parse("import math as _m\n_x = [i for i in range(3)]\nchecks.check_true(_m.pi > answer(_x), 'w')")
+    assert _reads(tree) == {"checks", "answer"}
