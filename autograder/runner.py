@@ -430,10 +430,15 @@ GUARDED_CLASSES = (
 )
 #: Names of ``builtins`` that change by themselves (the last result, as Python's own display hook keeps it).
 VOLATILE_BUILTINS = frozenset({"_", "__", "___"})
-#: Attributes of guarded modules that PyTorch itself re-binds after the imports: ``torch._dynamo``, which the
-#: first use of some operations imports (a ``masked_fill`` on the ``meta`` device does), wraps
-#: ``torch.manual_seed``. The hidden tests seed through ``checks.trusted.manual_seed`` and generators instead.
-UNGUARDED = {"torch": ("manual_seed",)}
+#: Attributes of guarded modules and classes that PyTorch itself re-binds after the imports: ``torch._dynamo``,
+#: which the first use of some operations imports (a ``masked_fill`` on the ``meta`` device does), wraps
+#: ``torch.manual_seed``, and ``torch.compile`` wraps ``nn.Module.__init__`` and ``__setstate__`` (and adds a
+#: flag saying so). The hidden tests seed through ``checks.trusted.manual_seed`` and generators instead, and
+#: build no reference module whose construction could matter.
+UNGUARDED = {
+    "torch": ("manual_seed",),
+    "torch.nn.Module": ("__init__", "__setstate__", "___needs_generation_tag_patch"),
+}
 
 # Bound when this file is imported, before any student code: the guard uses these, not what an answer re-binds.
 _exec, _compile, _getattr, _isinstance, _callable, _sorted = exec, compile, getattr, isinstance, callable, sorted
@@ -505,8 +510,9 @@ class Guard:
         for module_name, class_name in GUARDED_CLASSES:
             klass = _getattr(sys.modules.get(module_name), class_name, None)
             if _isinstance(klass, type):
-                mapping(vars(klass), f"{module_name}.{class_name}", only_code=False, skip=("__doc__",))
-                classes.append((klass, frozenset(vars(klass)), f"{module_name}.{class_name}"))
+                label = f"{module_name}.{class_name}"
+                mapping(vars(klass), label, skip=("__doc__", *UNGUARDED.get(label, ())))
+                classes.append((klass, frozenset(vars(klass)) | frozenset(UNGUARDED.get(label, ())), label))
         ns = self.shell.user_ns
         if self.checks is not None and ns.get("checks") is self.checks:
             entries.append((ns, "checks", self.checks, "the notebook's name checks was rebound"))
