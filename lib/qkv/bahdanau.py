@@ -26,7 +26,14 @@ from torch import nn
 from qkv.attention import AdditiveAttention, masked_softmax
 from qkv.seq2seq import Decoder, Encoder, Seq2Seq, init_seq2seq
 
-__all__ = ["Seq2SeqEncoder", "AttentionDecoder", "Seq2SeqAttentionDecoder", "BahdanauConfig", "make_bahdanau"]
+__all__ = [
+    "Seq2SeqEncoder",
+    "AttentionDecoder",
+    "Seq2SeqAttentionDecoder",
+    "BahdanauConfig",
+    "make_bahdanau",
+    "train_d2l",
+]
 
 
 def _check_tokens(X, name: str) -> torch.Tensor:
@@ -224,3 +231,30 @@ def make_bahdanau(
     encoder = Seq2SeqEncoder(src_vocab_size, c.embed_size, c.num_hiddens, c.num_layers, c.dropout)
     decoder = Seq2SeqAttentionDecoder(tgt_vocab_size, c.embed_size, c.num_hiddens, c.num_layers, c.dropout)
     return Seq2Seq(encoder, decoder, tgt_pad=tgt_pad, lr=c.lr)
+
+
+#: D2L's training setting for the Bahdanau translator (D2L 11.4.3): batch 128, 30 epochs, gradient clip 1.
+D2L_BATCH_SIZE, D2L_EPOCHS, D2L_CLIP = 128, 30, 1.0
+
+
+def train_d2l(data=None, *, seed: int = 0, epochs: int = D2L_EPOCHS, device="cpu", progress: bool = True, log=print):
+    """D2L's Bahdanau translator trained in D2L's setting, or loaded if it was trained before (D2L 11.4.3).
+
+    ``data`` defaults to ``MTFraEng(128)`` (found as :func:`qkv.data.locate` finds files). The model is
+    :class:`BahdanauConfig`'s defaults, built after ``torch.manual_seed(seed)`` and trained by a
+    :class:`qkv.training.Trainer` with ``epochs`` epochs, gradient clipping at 1 and the seed; the weights are
+    cached by :func:`qkv.trained.fit_or_load`. Returns its :class:`~qkv.trained.Fitted` (``.model``, ``.history``,
+    ``.seconds``, ``.trained``) and ``data`` as the pair ``(fitted, data)``.
+    """
+    from qkv.data import MTFraEng
+    from qkv.trained import fit_or_load
+    from qkv.training import Trainer
+
+    data = MTFraEng(D2L_BATCH_SIZE) if data is None else data
+    config = BahdanauConfig()
+    trainer = Trainer(epochs, gradient_clip_val=D2L_CLIP, device=device, seed=seed, progress=progress)
+
+    def build():
+        return config.build(len(data.src_vocab), len(data.tgt_vocab), tgt_pad=data.tgt_vocab["<pad>"])
+
+    return fit_or_load("bahdanau", build, data, trainer, config=config, log=log), data

@@ -9,6 +9,13 @@ leading ``<bos>``, so its array has ``num_steps + 1`` columns from which the
 decoder input (all but the last) and the label (all but the first) are taken.
 Vocabularies keep the tokens seen at least twice in those arrays.
 
+Token ids differ from D2L's. D2L 1.0.3's ``Vocab`` sorts all its tokens alphabetically (``<unk>`` and the reserved
+tokens among them), so ``<unk>`` is not index 0 there. We keep :class:`qkv.data.Vocab`'s numbering, shared by every
+data set of the course: ``<unk>`` at 0, the reserved tokens next, then the other tokens from the most frequent.
+The vocabularies hold the same tokens as D2L's (194 English and 214 French at the defaults), so the numbering is a
+permutation of the embedding rows: it changes which random vector each token starts from, not what a model can
+learn. Translations and BLEU are comparable with D2L's; printed token ids are not.
+
 Shape letters: B batch, T = num_steps.
 """
 

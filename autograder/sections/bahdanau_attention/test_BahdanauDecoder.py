@@ -1,0 +1,166 @@
+# Hidden: float64, other sizes (V = 9, E = 3, N = 5, L = 2, B = 4, T = 6, T_src = 7), our own weights copied into
+# the student's layers, and a reference written out here step by step from the equations (PyTorch's GRU cell,
+# additive attention, masked softmax): the weights of every step, the logits and the final state. Masking is also
+# checked by perturbing the padded source positions (nothing may change); in evaluation mode dropout does nothing;
+# the class is the student's own. (Runs in the notebook, after its visible test.)
+import torch as _torch
+
+import qkv.bahdanau as _qb
+
+_T = checks.trusted
+_f64 = _T.float64
+_V, _E, _N, _L, _B, _S, _Tgt = 9, 3, 5, 2, 4, 7, 6
+_g = _T.Generator().manual_seed(1142)
+
+
+def _rand(*shape):
+    return _T.randn(*shape, generator=_g, dtype=_f64) * 0.6
+
+
+_P = {
+    "embedding.weight": _rand(_V, _E),
+    "attention.W_q.weight": _rand(_N, _N),
+    "attention.W_k.weight": _rand(_N, _N),
+    "attention.w_v.weight": _rand(1, _N),
+    "dense.weight": _rand(_V, _N),
+    "dense.bias": _rand(_V),
+}
+for _l in range(_L):
+    _P[f"rnn.weight_ih_l{_l}"] = _rand(3 * _N, _N + _E if _l == 0 else _N)
+    _P[f"rnn.weight_hh_l{_l}"] = _rand(3 * _N, _N)
+    _P[f"rnn.bias_ih_l{_l}"] = _rand(3 * _N)
+    _P[f"rnn.bias_hh_l{_l}"] = _rand(3 * _N)
+
+
+def _sigmoid(x):
+    return 1 / (1 + _T.exp(-x))
+
+
+def _reference(enc, hidden, lens, X):
+    """Logits (B, T, V), weights (B, T, S) and the final state (L, B, N), one step at a time."""
+    h = [hidden[l] for l in range(_L)]  # L x (B, N)
+    keys = _T.matmul(enc, _P["attention.W_k.weight"].T)  # (B, S, N) @ (N, N) -> (B, S, N)
+    keep = _T.tensor([[s < n for s in range(_S)] for n in lens])  # (B, S)
+    logits, weights = [], []
+    for t in range(X.shape[1]):
+        q = _T.matmul(h[-1], _P["attention.W_q.weight"].T)  # (B, N): the top layer's state is the query
+        feats = _T.tanh(q[:, None, :] + keys)  # (B, 1, N) + (B, S, N) -> (B, S, N)
+        scores = _T.matmul(feats, _P["attention.w_v.weight"][0])  # (B, S, N) @ (N,) -> (B, S)
+        scores = _T.where(keep, scores, _T.tensor(float("-inf"), dtype=_f64))
+        e = _T.exp(scores - scores.max(dim=1, keepdim=True).values)  # (B, S), 0 where masked
+        a = e / e.sum(dim=1, keepdim=True)  # (B, S)
+        weights.append(a)
+        context = _T.matmul(a[:, None, :], enc)[:, 0]  # (B, 1, S) @ (B, S, N) -> (B, N)
+        inp = _T.cat([context, _P["embedding.weight"][X[:, t]]], dim=1)  # (B, N + E): context first
+        for l in range(_L):
+            gi = _T.matmul(inp, _P[f"rnn.weight_ih_l{l}"].T) + _P[f"rnn.bias_ih_l{l}"]  # (B, 3N)
+            gh = _T.matmul(h[l], _P[f"rnn.weight_hh_l{l}"].T) + _P[f"rnn.bias_hh_l{l}"]  # (B, 3N)
+            r = _sigmoid(gi[:, :_N] + gh[:, :_N])
+            z = _sigmoid(gi[:, _N : 2 * _N] + gh[:, _N : 2 * _N])
+            n = _T.tanh(gi[:, 2 * _N :] + r * gh[:, 2 * _N :])
+            h[l] = (1 - z) * n + z * h[l]
+            inp = h[l]
+        logits.append(_T.matmul(inp, _P["dense.weight"].T) + _P["dense.bias"])  # (B, V)
+    return _T.stack(logits, dim=1), _T.stack(weights, dim=1), _T.stack(h)
+
+
+checks.check_true(
+    not any(c is _qb.Seq2SeqAttentionDecoder for c in BahdanauDecoder.__mro__)
+    and BahdanauDecoder.forward is not _qb.Seq2SeqAttentionDecoder.forward,
+    "BahdanauDecoder.forward is your own",
+    hint="write the loop; do not reuse qkv's decoder",
+)
+with checks.forbid_reference(BahdanauDecoder, (_qb, "Seq2SeqAttentionDecoder")):
+    _dec = BahdanauDecoder(_V, _E, _N, _L, dropout=0.4)
+    _dec.double()
+    _dec.eval()
+    _params = dict(_dec.named_parameters())
+    checks.check_true(
+        sorted(_params) == sorted(_P),
+        "the decoder's parameters are the given layers' (embedding, attention, rnn, dense)",
+        hint="keep __init__ as given",
+    )
+    with _torch.no_grad():
+        for _name, _value in _P.items():
+            _params[_name].copy_(_value)
+    _enc = _rand(_B, _S, _N)
+    _hid = _rand(_L, _B, _N)
+    _lens = [_S, 1, 3, 5]
+    _X = _T.randint(0, _V, (_B, _Tgt), generator=_g)
+    _Y_ref, _W_ref, _h_ref = _reference(_enc, _hid, _lens, _X)
+    _Y, _state = _dec(_X, [_enc, _hid, _T.tensor(_lens)])
+    _W = _dec.attention_weights
+    checks.check_true(
+        isinstance(_W, list) and len(_W) == _Tgt,
+        f"attention_weights holds one entry per step ({_Tgt} steps, hidden)",
+        hint="append every step's weights to self._attention_weights, started empty",
+    )
+    _keep = _T.tensor([[[s < n for s in range(_S)]] for n in _lens])  # (B, 1, S)
+    checks.check_close(
+        _W[0],
+        _W_ref[:, :1],
+        "attention weights of step 1 (hidden, float64)",
+        atol=1e-10,
+        rtol=0,
+        regions={"padded source positions": ~_keep, "valid source positions": _keep},
+        hint={
+            "padded source positions": "pass enc_valid_lens to self.attention",
+            "valid source positions": "the query is the top layer's state, hidden_state[-1]",
+        },
+    )
+    checks.check_close(
+        _T.cat(_W, dim=1),
+        _W_ref,
+        "attention weights of every step (hidden, float64)",
+        atol=1e-10,
+        rtol=0,
+        hint="carry the GRU's new state from step to step: it is the next query",
+    )
+    checks.check_close(
+        _Y,
+        _Y_ref,
+        "logits (hidden, float64)",
+        atol=1e-10,
+        rtol=0,
+        hint="GRU input: [context, embedding], context first",
+    )
+    checks.check_close(
+        _state[1],
+        _h_ref,
+        "the returned hidden_state (hidden)",
+        atol=1e-10,
+        rtol=0,
+        hint="return the state after the last step",
+    )
+    checks.check_true(
+        _state[0] is _enc and _state[2] is not None,
+        "the returned state carries the encoder outputs and the lengths on",
+        hint="return [enc_outputs, hidden_state, enc_valid_lens]",
+    )
+    # Masking by perturbation: what lies past a source's valid length must change nothing.
+    _noisy = _enc.clone()
+    for _b, _n in enumerate(_lens):
+        _noisy[_b, _n:] = 100.0 * _rand(_S - _n, _N)
+    _Y2, _ = _dec(_X, [_noisy, _hid, _T.tensor(_lens)])
+    checks.check_close(
+        _Y2,
+        _Y,
+        "logits with the padded source positions changed (hidden)",
+        atol=1e-10,
+        rtol=0,
+        hint="padding must get zero weight: pass enc_valid_lens to self.attention",
+    )
+    # One step at a time, with the state carried by the caller, is the same as the whole sequence at once.
+    _st = [_enc, _hid, _T.tensor(_lens)]
+    _steps = []
+    for _t in range(_Tgt):
+        _y, _st = _dec(_X[:, _t : _t + 1], _st)
+        _steps.append(_y)
+    checks.check_close(
+        _T.cat(_steps, dim=1),
+        _Y_ref,
+        "logits decoded one token at a time (hidden)",
+        atol=1e-10,
+        rtol=0,
+        hint="return the state after the last step, so that the next call goes on from it",
+    )

@@ -1,0 +1,101 @@
+# Hidden: our own model (other sizes, dropout 0.5, left in training mode), decoded here by an independent greedy
+# loop in evaluation mode: the tokens and every step's weights for another <bos> id and number of steps; int64
+# tokens; the training mode restored (and evaluation mode kept when the model was in it); on the 'meta' device (as on
+# a GPU) the results stay there. (Runs in the notebook, after its visible test.)
+import torch as _torch
+from torch.overrides import TorchFunctionMode as _Mode
+
+import qkv.bahdanau as _qb
+
+_T = checks.trusted
+_g = _T.Generator().manual_seed(1143)
+_T.manual_seed(1143)
+_model = _qb.make_bahdanau(10, 12, embed_size=5, num_hiddens=7, num_layers=3, dropout=0.5, tgt_pad=0)
+_model.double()
+_src = _T.randint(0, 10, (4, 6), generator=_g)  # (B, T_src)
+_lens = _T.tensor([6, 1, 4, 2])
+
+
+def _greedy(model, src, lens, bos, steps):
+    """Tokens (B, steps) and weights (B, steps, T_src), written out here; the model is ours."""
+    model.eval()
+    with _torch.no_grad():
+        state = model.decoder.init_state(model.encoder(src, lens), lens)
+        token = _T.tensor([[bos]] * src.shape[0])  # (B, 1)
+        tokens, weights = [], []
+        for _ in range(steps):
+            Y, state = model.decoder(token, state)  # (B, 1, V)
+            token = Y.argmax(dim=-1)  # (B, 1)
+            tokens.append(token)
+            weights.append(model.decoder.attention_weights[-1])  # (B, 1, T_src)
+    return _T.cat(tokens, dim=1), _T.cat(weights, dim=1)
+
+
+_tok_ref, _w_ref = _greedy(_model, _src, _lens, 3, 7)
+_model.train()
+_tok, _w = predict_with_attention(_model, _src, _lens, 3, 7)
+checks.check_true(
+    _model.training is True, "the model is back in training mode afterwards (hidden)", hint="restore model.training"
+)
+checks.check_shape(_tok, (4, 7), "tokens (hidden, B = 4, num_steps = 7)")
+checks.check_true(_tok.dtype == _T.long, "tokens are int64 (torch.long)", hint="the argmax's ids, as they are")
+checks.check_shape(
+    _w, (4, 7, 6), "weights (hidden, B = 4, num_steps = 7, T_src = 6)", hint="every step's weights, along dim 1"
+)
+checks.check_close(_w[:, 0], _w_ref[:, 0], "weights of step 1 (hidden)", atol=1e-10, rtol=0, hint="model.eval() first")
+checks.check_close(
+    _tok, _tok_ref, "tokens (hidden, <bos> = 3)", atol=0, rtol=0, hint="feed each argmax back, with the new state"
+)
+checks.check_close(_w, _w_ref, "weights of every step (hidden)", atol=1e-10, rtol=0, hint="keep every step's weights")
+_model.eval()
+predict_with_attention(_model, _src, _lens, 3, 2)
+checks.check_true(
+    _model.training is False,
+    "a model in evaluation mode stays in it (hidden)",
+    hint="restore the mode the model had: model.train(was_training)",
+)
+
+
+# On the 'meta' device, as on a GPU: everything the answer makes must be made where the source is. A tensor made on
+# the CPU may still combine with meta ones (an embedding look-up does), so every torch call is watched for arguments
+# on two devices, as a GPU would refuse them.
+def _tensors(x):
+    if isinstance(x, _torch.Tensor):
+        yield x
+    elif isinstance(x, (list, tuple)):
+        for item in x:
+            yield from _tensors(item)
+    elif isinstance(x, dict):
+        for item in x.values():
+            yield from _tensors(item)
+
+
+class _MixedDevices(_Mode):
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        devices = {t.device.type for t in _tensors((args, kwargs)) if t.dim() > 0 or t.device.type != "cpu"}
+        if len(devices) > 1:
+            self.calls.append(getattr(func, "__name__", repr(func)))
+        return func(*args, **kwargs)
+
+
+_meta = _qb.make_bahdanau(10, 12, embed_size=5, num_hiddens=7, num_layers=2, tgt_pad=0).to("meta")
+_probe = _MixedDevices()
+with _probe:
+    _tm, _wm = predict_with_attention(
+        _meta, _T.zeros(2, 6, dtype=_T.long, device="meta"), _T.zeros(2, dtype=_T.long, device="meta"), 1, 3
+    )
+checks.check_true(
+    _probe.calls == [],
+    "with the model and the source on the 'meta' device (as on a GPU), no tensor of the answer is on the CPU",
+    hint="make the <bos> tensor with device=src.device",
+)
+checks.check_true(
+    _tm.device.type == "meta" and _wm.device.type == "meta" and tuple(_wm.shape) == (2, 3, 6),
+    "with the model and the source on the 'meta' device, the results are there too, weights (B, num_steps, T_src)",
+    hint="make every tensor on src's device",
+)

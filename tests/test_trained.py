@@ -1,0 +1,213 @@
+"""Tests for qkv.trained: trained weights cached under a key of everything that determines them (D2L 11.4)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+
+import pytest
+import torch
+from torch import nn
+
+from qkv import trained
+from qkv.training import Trainer
+
+
+class _Data:
+    """A tiny regression problem with the data-module interface the Trainer uses."""
+
+    def __init__(self, n=32, batch_size=8, shift=0.0):
+        g = torch.Generator().manual_seed(0)
+        self.X = torch.randn(n, 3, generator=g)
+        self.y = self.X @ torch.tensor([1.0, -2.0, 0.5]) + shift
+        self.batch_size = batch_size
+
+    def train_dataloader(self):
+        dataset = torch.utils.data.TensorDataset(self.X, self.y[:, None])
+        return torch.utils.data.DataLoader(dataset, self.batch_size, shuffle=True)
+
+
+@dataclass
+class _Config:
+    hidden: int = 4
+
+
+class _Regressor(nn.Sequential):
+    def loss(self, y_hat, y):
+        return ((y_hat - y) ** 2).mean()
+
+
+def _build(config=None):
+    config = config or _Config()
+    return lambda: _Regressor(nn.Linear(3, config.hidden), nn.Tanh(), nn.Linear(config.hidden, 1))
+
+
+def _fit(data=None, config=None, epochs=2, seed=0, log=None):
+    config = config or _Config()
+    messages = [] if log is None else log
+    trainer = Trainer(epochs, seed=seed, device="cpu", optimizer="sgd", lr=0.05, progress=False)
+    fitted = trained.fit_or_load("toy", _build(config), data or _Data(), trainer, config=config, log=messages.append)
+    return fitted, messages
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv(trained.TRAINED_ENV, str(tmp_path / "trained"))
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.delenv(trained.NO_TRAIN_ENV, raising=False)
+
+
+def _same_weights(a: nn.Module, b: nn.Module) -> bool:
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_same_key_loads_identical_weights_without_training():
+    first, log1 = _fit()
+    second, log2 = _fit()
+    assert first.trained and not second.trained
+    assert first.path == second.path and first.path.exists()
+    assert _same_weights(first.model, second.model)
+    assert second.seconds == pytest.approx(first.seconds) and second.trained_at == first.trained_at
+    assert second.history["train_loss"] == first.history["train_loss"] and len(second.history["train_loss"]) == 2
+    assert second.history["epoch"] == [1, 2]
+    assert "training" in log1[0] and "trained in" in log1[-1]
+    assert "loaded" in log2[0] and "nothing was trained" in log2[0] and f"{first.seconds:.1f} s" in log2[0]
+    # The loaded weights are those training left: different from a freshly built (seeded) model.
+    torch.manual_seed(0)
+    assert not _same_weights(_build()(), second.model)
+
+
+def test_trained_weights_equal_an_uncached_run():
+    """The cache does not change what is trained: a plain seeded fit gives the same weights."""
+    fitted, _ = _fit()
+    torch.manual_seed(0)
+    model = _build()()
+    Trainer(2, seed=0, device="cpu", optimizer="sgd", lr=0.05, progress=False).fit(model, _Data())
+    assert _same_weights(model, fitted.model)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"epochs": 3},
+        {"seed": 1},
+        {"config": _Config(hidden=5)},
+        {"data": _Data(shift=1.0)},
+        {"data": _Data(batch_size=4)},
+    ],
+    ids=["epochs", "seed", "config", "data-content", "batch-size"],
+)
+def test_a_changed_key_trains_again(change):
+    base, _ = _fit()
+    other, _ = _fit(**change)
+    assert other.trained and other.path != base.path
+    assert other.key != base.key
+
+
+def test_changed_source_or_torch_version_changes_the_key(monkeypatch):
+    base, _ = _fit()
+    assert "qkv.training" in base.key["modules"] and "qkv.trained" in base.key["modules"]
+    real = trained.source_hash
+    monkeypatch.setattr(trained, "source_hash", lambda mods: real(mods) + "-edited")
+    edited, _ = _fit()
+    assert edited.trained and edited.key["source"] != base.key["source"]
+    monkeypatch.setattr(trained, "source_hash", real)
+    monkeypatch.setattr(torch, "__version__", "0.0.0-other")
+    other_torch, _ = _fit()
+    assert other_torch.trained and other_torch.key["torch"] == "0.0.0-other"
+
+
+def test_key_lists_the_models_qkv_modules():
+    from qkv.bahdanau import make_bahdanau
+
+    class Data(_Data):
+        pass
+
+    model = make_bahdanau(5, 6, 4, 4, 1, 0.0, tgt_pad=0)
+    key = trained.make_key("m", {"a": 1}, Trainer(1, seed=0, device="cpu"), _Data(), model)
+    assert {"qkv.bahdanau", "qkv.seq2seq", "qkv.attention", "qkv.training"} <= set(key["modules"])
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "flip_weight", "other_key"])
+def test_damaged_file_is_detected_and_retrained(damage):
+    first, _ = _fit()
+    path = first.path
+    if damage == "truncate":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    elif damage == "garbage":
+        path.write_bytes(b"not a torch file")
+    else:
+        payload = torch.load(path, weights_only=True)
+        if damage == "flip_weight":
+            name = sorted(payload["state"])[0]
+            payload["state"][name] = payload["state"][name] + 1.0  # the checksum no longer matches
+        else:
+            payload["key"] = {**payload["key"], "name": "another"}
+        torch.save(payload, path)
+    again, log = _fit()
+    assert again.trained, f"a {damage} file must be trained again"
+    assert "damaged" in log[0]
+    assert _same_weights(first.model, again.model)
+    assert not _fit()[0].trained  # and the repaired file loads
+
+
+def test_file_is_readable_by_others_and_no_temporary_file_is_left():
+    fitted, _ = _fit()
+    assert stat.S_IMODE(fitted.path.stat().st_mode) & 0o044 == 0o044
+    assert [p.name for p in fitted.path.parent.iterdir() if p.suffix == ".tmp"] == []
+
+
+def test_no_training_where_it_is_forbidden(monkeypatch):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    with pytest.raises(trained.NotCached, match="grading run"):
+        _fit()
+    monkeypatch.delenv("NBGRADER_EXECUTION")
+    _fit()  # trains and saves
+    monkeypatch.setenv(trained.NO_TRAIN_ENV, "1")
+    assert not _fit()[0].trained  # loading is allowed
+
+
+def test_read_only_folder_loads(tmp_path, monkeypatch):
+    fitted, _ = _fit()
+    folder = fitted.path.parent
+    os.chmod(folder, 0o555)
+    try:
+        again, _ = _fit()
+        assert not again.trained and _same_weights(fitted.model, again.model)
+    finally:
+        os.chmod(folder, 0o755)
+
+
+def test_unwritable_folder_still_returns_the_trained_model(tmp_path, monkeypatch):
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the folder should be")
+    monkeypatch.setenv(trained.TRAINED_ENV, str(blocked / "trained"))
+    messages = []
+    fitted, _ = _fit(log=messages)
+    assert fitted.trained and any("kept in memory" in m for m in messages)
+
+
+def test_bad_arguments_say_what_to_do():
+    with pytest.raises(ValueError, match="seed"):
+        trained.fit_or_load("x", _build(), _Data(), Trainer(1, device="cpu", lr=0.1), config=_Config())
+    with pytest.raises(TypeError, match="dataclass"):
+        trained.fit_or_load("x", _build(), _Data(), Trainer(1, seed=0, device="cpu", lr=0.1), config=[1])
+    with pytest.raises(TypeError, match="nn.Module"):
+        trained.fit_or_load("x", lambda: 3, _Data(), Trainer(1, seed=0, device="cpu", lr=0.1), config=_Config())
+
+
+def test_fingerprint_sees_content_and_settings():
+    assert trained.fingerprint(_Data()) == trained.fingerprint(_Data())
+    assert trained.fingerprint(_Data()) != trained.fingerprint(_Data(shift=1e-3))
+    assert trained.fingerprint(_Data()) != trained.fingerprint(_Data(batch_size=9))
+
+
+def test_fingerprint_of_mtfraeng(data_dir):
+    from qkv.data import MTFraEng
+
+    a, b = MTFraEng(128, data_dir=data_dir), MTFraEng(128, data_dir=data_dir)
+    assert trained.fingerprint(a) == trained.fingerprint(b)
+    assert trained.fingerprint(MTFraEng(64, data_dir=data_dir)) != trained.fingerprint(a)
+    assert trained.fingerprint(MTFraEng(128, num_train=500, data_dir=data_dir)) != trained.fingerprint(a)
