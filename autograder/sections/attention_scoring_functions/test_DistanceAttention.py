@@ -27,9 +27,17 @@ for _name, _arg, _lens in _cases:
         _layer.attention_weights,
         _T.tensor(_W, dtype=_f64),
         f"attention_weights (hidden, float64, d = 3, {_name})",
-        atol=1e-12,
+        atol=1e-6,
         rtol=0,
         hint="scores (q.k - ||k||^2 / 2) / sqrt(d) with d = queries.shape[-1], masked with ref.masked_softmax",
+    )
+    checks.check_close(
+        _layer.attention_weights,
+        _T.tensor(_W, dtype=_f64),
+        f"attention_weights to float64 precision (hidden, d = 3, {_name})",
+        atol=1e-12,
+        rtol=0,
+        hint="keep float64 inputs in float64: take sqrt(d) with math.sqrt or d ** 0.5, not from a float32 tensor",
     )
     checks.check_close(_out, _T.tensor(_O, dtype=_f64), f"output (hidden, float64, {_name})", atol=1e-12, rtol=0)
 _check_dropout_on_weights(
