@@ -58,9 +58,31 @@ def test_training_is_seeded_and_learns_the_task(model):
     with torch.no_grad():
         accuracy = (model(X).argmax(-1) == Y).double().mean().item()
     assert accuracy == 1.0, "the trained model reads the three tokens exactly"
-    again = figures.trained_offset_reader.__wrapped__(TASK)  # a second training, not the cached model
-    for (name, a), b in zip(model.state_dict().items(), again.state_dict().values()):
-        torch.testing.assert_close(a, b, msg=f"{name} differs between two trainings with the same seed")
+
+
+def test_training_repeats_and_is_cached_once(model, tmp_path, monkeypatch):
+    """Two trainings in empty caches give the same weights as the book's model; the second call loads them; and a
+    grading run (NBGRADER_EXECUTION) with no cached weights refuses to train."""
+    from qkv.trained import NotCached
+
+    data = figures.OffsetData(TASK)
+    assert len(data.train_dataloader()) == TASK.steps and data.X.shape == (TASK.steps * TASK.batch_size, 10)
+    monkeypatch.setenv("QKV_TRAINED_DIR", str(tmp_path / "a"))
+    first = figures.fit_offset_reader(TASK)
+    again = figures.fit_offset_reader(TASK)
+    assert first.trained and not again.trained and again.seconds == first.seconds
+    for (name, a), b in zip(model.state_dict().items(), first.model.state_dict().values()):
+        torch.testing.assert_close(a, b, rtol=0, atol=0, msg=f"{name} differs between two trainings")
+    monkeypatch.setenv("QKV_TRAINED_DIR", str(tmp_path / "b"))
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    with pytest.raises(NotCached):
+        figures.fit_offset_reader(TASK)
+
+
+def test_the_model_is_warmed_before_grading():
+    from qkv import trained
+
+    assert "qkv.figures.multihead_attention:trained_offset_reader" in trained.WARM
 
 
 def test_head_weights_are_the_layers_weights_per_head(model):

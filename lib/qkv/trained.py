@@ -51,7 +51,7 @@ NO_TRAIN_ENV = "QKV_NO_TRAIN"
 BASE_MODULES = ("qkv.training", "qkv.trained")
 #: The recipes ``make release`` runs before the course is graded, so that the grader only loads weights:
 #: ``"module:function"``, each function callable without arguments. Sections 11.7 and 11.8 add theirs.
-WARM = ("qkv.bahdanau:train_d2l",)
+WARM = ("qkv.bahdanau:train_d2l", "qkv.figures.multihead_attention:trained_offset_reader")
 
 
 class NotCached(RuntimeError):

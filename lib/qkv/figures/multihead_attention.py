@@ -3,8 +3,8 @@
 :func:`glance` draws the section's diagram. The other figures look inside a small trained model,
 :class:`OffsetReader`: one multi-head self-attention layer (``qkv.multihead.MultiHeadAttention``) that reads, at
 every position of a sequence of random tokens, the tokens at three fixed offsets (:data:`OFFSETS`), a task where
-each head can specialise on one offset. :func:`trained_offset_reader` trains it once per process (a few hundred
-milliseconds to a few seconds on 2 CPU cores: 150 Adam steps on batches of 128 sequences, seeded);
+each head can specialise on one offset. :func:`trained_offset_reader` trains it (150 Adam steps on batches of 128
+sequences, seeded) once per setting, through :func:`qkv.trained.fit_or_load`, and loads it every other time;
 :func:`head_weights` returns each head's weights, :func:`head_offsets` the offset each head looks at, and
 :func:`head_importance` the loss when one head at a time is masked (D2L 11.5, exercise 2).
 Shape letters are those of the glossary in :mod:`qkv`.
@@ -12,8 +12,8 @@ Shape letters are those of the glossary in :mod:`qkv`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import time
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -23,12 +23,15 @@ from torch.nn import functional as F
 
 from qkv.figures._draw import arrow, box, canvas
 from qkv.multihead import MultiHeadAttention
+from qkv.trained import Fitted
 
 __all__ = [
     "OFFSETS",
     "EVALUATION_SIZE",
     "OffsetTask",
     "OffsetReader",
+    "OffsetData",
+    "fit_offset_reader",
     "glance",
     "trained_offset_reader",
     "offset_batch",
@@ -71,6 +74,10 @@ class OffsetReader(nn.Module):
         self.attention = MultiHeadAttention(N, task.num_heads, query_size=N, key_size=N, value_size=N)
         self.read = nn.Linear(N, len(OFFSETS) * V)
 
+    def loss(self, logits, Y):
+        """The sum over the offsets of the mean cross-entropy (nats): logits (B, T, 3, V), targets (B, T, 3)."""
+        return len(OFFSETS) * F.cross_entropy(logits.reshape(-1, logits.shape[-1]), Y.reshape(-1))
+
     def forward(self, X):
         E = self.embedding(X) + self.position  # (B, T, N) + (T, N) -> (B, T, N)
         Y = self.attention(E, E, E)  # (B, T, N): self-attention, every position a query
@@ -83,34 +90,62 @@ def offset_batch(task: OffsetTask, batch_size: int, generator: torch.Generator):
     return X, torch.stack([X.roll(-o, dims=1) for o in OFFSETS], dim=-1)  # (B, T, 3)
 
 
-def offset_loss(model: nn.Module, X, Y) -> torch.Tensor:
-    """The sum over the three offsets of the mean cross-entropy of the read-out (nats)."""
-    logits = model(X)  # (B, T, 3, V)
-    return len(OFFSETS) * F.cross_entropy(logits.reshape(-1, logits.shape[-1]), Y.reshape(-1))
+def offset_loss(model: OffsetReader, X, Y) -> torch.Tensor:
+    """The model's loss on tokens ``X`` (B, T) and targets ``Y`` (B, T, 3): :meth:`OffsetReader.loss` (nats)."""
+    return model.loss(model(X), Y)
+
+
+class OffsetData:
+    """The training data of :class:`OffsetReader`: ``task.steps`` batches of ``task.batch_size`` random sequences,
+    drawn once from a generator seeded with ``task.seed`` (one epoch of a :class:`qkv.training.Trainer` is the
+    whole run). ``X`` (steps * batch, T) and ``Y`` (steps * batch, T, 3) hold them, so that
+    :func:`qkv.trained.fingerprint` sees every example."""
+
+    def __init__(self, task: OffsetTask):
+        self.task = task
+        self.X, self.Y = offset_batch(task, task.steps * task.batch_size, torch.Generator().manual_seed(task.seed))
+
+    def train_dataloader(self):
+        n = self.task.batch_size
+        return [(self.X[i : i + n], self.Y[i : i + n]) for i in range(0, len(self.X), n)]
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """Tensors this small train several times faster on one thread than on contended ones."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def fit_offset_reader(task: OffsetTask = OffsetTask(), log=None) -> Fitted:
+    """:class:`OffsetReader` trained with Adam on :class:`OffsetData`, seeded by ``task.seed``, or loaded if it was
+    trained before in this setting (:func:`qkv.trained.fit_or_load`, which also refuses to train in a grading
+    run). ``log`` gets fit_or_load's one-line message (default: none). Returns the :class:`~qkv.trained.Fitted`."""
+    from qkv.trained import fit_or_load
+    from qkv.training import Trainer
+
+    trainer = Trainer(1, seed=task.seed, optimizer="adam", lr=task.lr, progress=False, device="cpu")
+    with _one_thread():
+        return fit_or_load(
+            "offset-reader", lambda: OffsetReader(task), OffsetData(task), trainer, config=task,
+            log=log or (lambda message: None),
+        )  # fmt: skip
 
 
 @functools.lru_cache(maxsize=4)
 def trained_offset_reader(task: OffsetTask = OffsetTask()) -> OffsetReader:
-    """:class:`OffsetReader` trained on fresh random batches, seeded by ``task.seed``; once per process and task.
-    Returned in evaluation mode, with the wall time of its training in ``train_seconds``; do not change its
-    weights (the cache hands out the same model)."""
-    torch.manual_seed(task.seed)
-    model = OffsetReader(task)
-    generator = torch.Generator().manual_seed(task.seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=task.lr)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tensors this small train several times faster on one thread than on contended ones
-    start = time.perf_counter()
-    try:
-        for _ in range(task.steps):
-            loss = offset_loss(model, *offset_batch(task, task.batch_size, generator))
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    finally:
-        torch.set_num_threads(threads)
-    model.train_seconds = time.perf_counter() - start  # wall time of the training, for the book to print
-    return model.eval()
+    """The model of :func:`fit_offset_reader`, once per process and task, in evaluation mode, with
+    ``train_seconds`` (the wall time of its training) and ``trained_now`` (False when its weights were loaded).
+    Do not change its weights: the cache hands out the same model. Listed in :data:`qkv.trained.WARM`, so that
+    ``make release`` trains it before any grading run."""
+    fitted = fit_offset_reader(task)
+    model = fitted.model.eval()
+    model.train_seconds, model.trained_now = fitted.seconds, fitted.trained
+    return model
 
 
 #: The number of sequences that :func:`head_offsets` and :func:`head_importance` average over.
