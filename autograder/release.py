@@ -5,6 +5,10 @@
 markers); ``nbgrader generate_assignment`` then writes
 ``_build/course/release/<slug>/<slug>.ipynb``, which must equal the book's
 notebook cell for cell (``tests/test_release.py``).
+
+``make release`` also makes sure the trained models that sections show are in the trained-weights cache
+(:data:`qkv.trained.WARM`): the grader binds that folder read-only into its sandbox and never trains, so that
+every submission loads the weights in a second instead of training for a minute.
 """
 
 from __future__ import annotations
@@ -67,12 +71,31 @@ def release(course: Path = COURSE, sections=None) -> list[Path]:
     return out
 
 
+def warm_trained(recipes=None) -> list:
+    """Train (or load) every model in :data:`qkv.trained.WARM` (``"module:function"``), so that the grader,
+    which must not train, finds their weights; returns what each recipe returned."""
+    import importlib
+
+    from qkv import trained
+
+    out = []
+    for recipe in recipes if recipes is not None else trained.WARM:
+        module, _, function = recipe.partition(":")
+        out.append(getattr(importlib.import_module(module), function)())
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Generate the nbgrader course and release every section.")
     parser.add_argument("--course", type=Path, default=COURSE)
+    parser.add_argument(
+        "--no-warm", action="store_true", help="do not train or load the models the sections show (qkv.trained.WARM)"
+    )
     args = parser.parse_args(argv)
     for path in release(args.course):
         print(f"[release] {path.relative_to(ROOT)}")
+    if not args.no_warm:
+        warm_trained()
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ Student code never runs in the grading process. :class:`Sandbox` starts
   further user namespaces;
 * a read-only root made only of what Python needs: ``/usr`` and its
   ``/lib*``, bits of ``/etc``, the interpreter's prefix and the venv, the
-  repository's ``lib/`` (for ``qkv``) and the data folder; nothing else of the
+  repository's ``lib/`` (for ``qkv``), the data folder and the folder of trained weights (``qkv.trained``,
+  which a section's notebook loads instead of training); nothing else of the
   repository (no ``_build/`` course, gradebook, ``solutions/``,
   ``autograder/sections``) and no submission exists in there;
 * small private tmpfs mounts for ``/tmp`` (HOME) and ``/dev/shm``, wiped between
@@ -153,6 +154,18 @@ def data_paths() -> list[Path]:
     return [Path(value).resolve()] if value and Path(value).is_dir() else []
 
 
+def trained_paths() -> list[Path]:
+    """The folder of cached trained weights (``qkv.trained.trained_dir()``), where it exists: read-only, so that
+    a section that shows a trained model loads it (``make release`` trains it first) and never trains here."""
+    # qkv.trained.trained_dir(), without importing torch into the grader (tests/test_trained.py checks they agree)
+    env, cache = os.environ.get("QKV_TRAINED_DIR"), os.environ.get("QKV_CACHE_DIR")
+    if env:
+        folder = Path(env).expanduser()
+    else:
+        folder = (Path(cache).expanduser() if cache else Path.home() / ".cache" / "qkv") / "trained"
+    return [folder.resolve()] if folder.is_dir() else []
+
+
 def _minimal(paths: list[Path]) -> list[Path]:
     """Drop paths inside another path of the list."""
     out: list[Path] = []
@@ -167,7 +180,7 @@ def visible_paths() -> list[Path]:
     system = [Path("/usr")] + [Path(p) for p in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")]
     system = [p for p in system if p.exists() and not p.is_symlink()]
     etc = [Path("/etc") / name for name in ETC if (Path("/etc") / name).exists()]
-    return _minimal(system + etc + python_paths() + data_paths())
+    return _minimal(system + etc + python_paths() + data_paths() + trained_paths())
 
 
 def check_hidden(paths: list[Path]) -> None:
@@ -214,6 +227,8 @@ def bwrap_args(limits: Limits, control_fd: int, preload=PRELOAD) -> list[str]:
     }
     if data_paths():
         env["QKV_DATA_DIR"] = str(data_paths()[0])
+    if trained_paths():
+        env["QKV_TRAINED_DIR"] = str(trained_paths()[0])
     if qkv_folder() is not None:
         env["PYTHONPATH"] = str(qkv_folder())
     for key, value in env.items():

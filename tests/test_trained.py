@@ -211,3 +211,42 @@ def test_fingerprint_of_mtfraeng(data_dir):
     assert trained.fingerprint(a) == trained.fingerprint(b)
     assert trained.fingerprint(MTFraEng(64, data_dir=data_dir)) != trained.fingerprint(a)
     assert trained.fingerprint(MTFraEng(128, num_train=500, data_dir=data_dir)) != trained.fingerprint(a)
+
+
+def test_the_grader_binds_the_same_folder(tmp_path, monkeypatch):
+    """autograder.sandbox finds the trained-weights folder without importing torch; it must be trained_dir()."""
+    from autograder import sandbox
+
+    for env in ({}, {"QKV_CACHE_DIR": str(tmp_path / "cache")}, {trained.TRAINED_ENV: str(tmp_path / "w")}):
+        monkeypatch.delenv(trained.TRAINED_ENV, raising=False)
+        monkeypatch.delenv("QKV_CACHE_DIR", raising=False)
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        assert sandbox.trained_paths() == []  # not there yet: nothing to bind
+        trained.trained_dir().mkdir(parents=True)
+        assert sandbox.trained_paths() == [trained.trained_dir().resolve()]
+        assert trained.trained_dir().resolve() in sandbox.visible_paths()
+
+
+_WARMED = []
+
+
+def _warm_probe():
+    _WARMED.append(_fit()[0])
+    return _WARMED[-1]
+
+
+def test_release_warms_every_recipe():
+    """`make release` runs each recipe of qkv.trained.WARM, so the grader finds the weights; the default list
+    names callables that exist."""
+    import importlib
+
+    from autograder import release
+
+    out = release.warm_trained(["tests.test_trained:_warm_probe"])
+    again = release.warm_trained(["tests.test_trained:_warm_probe"])
+    assert out[0].trained and not again[0].trained and again[0].path == out[0].path
+    for recipe in trained.WARM:
+        module, _, function = recipe.partition(":")
+        assert callable(getattr(importlib.import_module(module), function))
