@@ -306,3 +306,24 @@ def test_learns_to_reverse_sequences():
     keep = label != PAD
     token_acc = ((pred == label) & keep).sum().item() / keep.sum().item()
     assert token_acc > 0.95, f"token accuracy on held-out reversals is only {token_acc:.3f}"
+
+
+def test_train_d2l_trains_once_in_d2ls_setting_then_loads(tmp_path, monkeypatch, data_dir):
+    """D2L's setting (batch 128, clip 1, BahdanauConfig's defaults) through qkv.trained: one epoch here, to keep
+    the test short; the second call loads the same weights instead of training."""
+    from qkv.bahdanau import train_d2l
+    from qkv.data import MTFraEng
+
+    monkeypatch.setenv("QKV_TRAINED_DIR", str(tmp_path))
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    data = MTFraEng(128, data_dir=data_dir)
+    first, same_data = train_d2l(data, epochs=1, progress=False, log=lambda m: None)
+    second, _ = train_d2l(data, epochs=1, progress=False, log=lambda m: None)
+    assert same_data is data and first.trained and not second.trained
+    key = first.key
+    assert key["trainer"]["gradient_clip_val"] == 1.0 and key["trainer"]["max_epochs"] == 1
+    assert key["config"] == {"class": "BahdanauConfig", **vars(BahdanauConfig())}
+    assert data.batch_size == 128 and "qkv.bahdanau" in key["modules"]
+    a, b = first.model.state_dict(), second.model.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not second.model.training, "the model comes back in evaluation mode"
