@@ -531,7 +531,7 @@ def test_nbgrader_export_and_generate_feedback_run_on_the_result(graded_class):
     )
     assert export.returncode == 0, export.stderr
     scores = {r["student_id"]: float(r["score"]) for r in read_csv(course_dir / "grades.csv")}
-    assert scores == {"good": 6.0, "good_too": 6.0, "partly": 4.0}
+    assert scores == {"good": 8.0, "good_too": 8.0, "partly": 6.0}
     feedback = subprocess.run(
         [nbgrader, "generate_feedback", SLUG, "--force", "--log-level=ERROR"],
         cwd=course_dir,
@@ -696,7 +696,7 @@ def test_the_formgrader_shows_the_graded_class_and_its_scores_survive_a_regrade(
     server = Formgrader(course_dir, tmp_path / "server.log")
     try:
         listed = server.get(f"/formgrader/api/submitted_notebooks/{SLUG}/{SLUG}")
-        assert {s["student"]: s["score"] for s in listed} == {"good": 6.0, "good_too": 6.0, "partly": 4.0}
+        assert {s["student"]: s["score"] for s in listed} == {"good": 8.0, "good_too": 8.0, "partly": 6.0}
         assert all(s["needs_manual_grade"] for s in listed)  # the written answers wait for a person
         partly = next(s for s in listed if s["student"] == "partly")
 
