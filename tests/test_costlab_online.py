@@ -129,3 +129,12 @@ def test_probe_sees_meta_tensors_without_allocating():
     with LiveTensorBytes(x) as probe:
         y = x @ x  # (10, 10) float32: 400 bytes
     assert y.device.type == "meta" and probe.peak == 400
+
+
+def test_probe_accepts_a_tensor_returned_twice():
+    """Dropout in evaluation mode returns its input itself: recording a tensor a second time must not compare it."""
+    x = torch.randn(3, 4)
+    with LiveTensorBytes(x) as probe:
+        y = x * 2  # 48 bytes
+        z = torch.nn.functional.dropout(y, 0.5, training=False)  # y itself
+    assert z is y and probe.peak == 48

@@ -99,7 +99,7 @@ class LiveTensorBytes(torch.overrides.TorchFunctionMode):
     def __init__(self, *exclude: torch.Tensor):
         super().__init__()
         self._excluded = {self._key(t) for t in exclude if isinstance(t, torch.Tensor)}
-        self._live: dict[tuple, tuple[int, weakref.WeakSet]] = {}
+        self._live: dict[tuple, tuple[int, dict[int, weakref.ref]]] = {}  # storage -> (bytes, its tensors)
         self.peak = 0
 
     @staticmethod
@@ -118,7 +118,7 @@ class LiveTensorBytes(torch.overrides.TorchFunctionMode):
             return t.numel() * t.element_size()
 
     def _forget_dead(self) -> None:
-        for key in [k for k, (_, refs) in self._live.items() if not refs]:
+        for key in [k for k, (_, refs) in self._live.items() if all(r() is None for r in refs.values())]:
             del self._live[key]
 
     def _record(self, out) -> None:
@@ -130,8 +130,8 @@ class LiveTensorBytes(torch.overrides.TorchFunctionMode):
                     continue
                 entry = self._live.get(key)
                 if entry is None:
-                    entry = self._live[key] = (self._nbytes(t), weakref.WeakSet())
-                entry[1].add(t)
+                    entry = self._live[key] = (self._nbytes(t), {})
+                entry[1][id(t)] = weakref.ref(t)  # a dict by id: a WeakSet would compare tensors with ==
         self._forget_dead()
         self.peak = max(self.peak, sum(size for size, _ in self._live.values()))
 
