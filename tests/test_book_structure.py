@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 import pytest
@@ -167,6 +168,34 @@ def test_solutions_hidden_tests_and_mutants_match_the_stubs(section):
     assert keyed == set(stubs), f"{section.mutants} has no [[...]] entry for the stubs {sorted(set(stubs) - keyed)}"
     for mutant in known:
         assert mutant.apply(solved[mutant.grade_id]) != solved[mutant.grade_id]  # each edit still fits the solution
+
+
+def _names_used(source: str) -> set[str]:
+    return {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)}
+
+
+@pytest.mark.parametrize("section", SECTIONS, ids=IDS)
+def test_no_exercise_is_tested_through_another(section):
+    """A graded exercise builds on qkv, never on another exercise (CONTRIBUTING.md): neither the visible nor the
+    hidden test of an exercise names what another stub defines, so a wrong answer cannot cost points twice."""
+    nb = nbs.read(section.path)
+    defined = {}  # stub grade_id -> the functions and classes it defines
+    for cell in nb.cells:
+        if nbs.role(cell) == "stub":
+            body = ast.parse(cell.source).body
+            defined[nbs.grade_id(cell)] = {n.name for n in body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    for cell in nb.cells:
+        if nbs.role(cell) != "test":
+            continue
+        test_id = nbs.grade_id(cell)
+        others = {name for grade, names in defined.items() if f"test_{grade}" != test_id for name in names}
+        hidden = section.hidden_test(test_id)
+        for where, source in (("visible", cell.source), ("hidden", hidden.read_text() if hidden.exists() else "")):
+            used = sorted(_names_used(source) & others)
+            assert not used, (
+                f"the {where} test {test_id} calls {used}, another exercise's answer: test it with qkv's reference "
+                "or torch instead, so that a wrong answer there cannot fail this exercise"
+            )
 
 
 #: Characters of code the book's column shows before a line scrolls sideways: 84 in a 1280-px-wide window
