@@ -135,6 +135,7 @@ with checks.forbid_reference(MultiHeadAttention, (_qm, "MultiHeadAttention")):
     _layer.train()
     _T.manual_seed(1154)
     _out = _layer(_qd, _qd[:, :3], _vals)
+    checks.check_shape(_out, (1, 64, 6), "output in training mode (hidden, N = 6, H = 3)")
     checks.check_close(
         _layer.attention_weights,
         _T.ones(3, 64, 3, dtype=_f64) / 3,
