@@ -4,6 +4,8 @@
 # closed forms, with weights drawn here and copied into both the answer and the reference: no student object is
 # read back to build a reference.
 
+import math as _math  # noqa: F401 (the hidden tests that follow use it)
+
 import qkv.transformer as _qt
 
 _T = checks.trusted
@@ -87,9 +89,12 @@ def _torch_decoder_layer(weights, N, H, F, prefix=""):
     return layer.train()
 
 
-def _padding_mask(lens, K):
-    """True where a key is padding: (B, K), PyTorch's key_padding_mask."""
-    return _T.arange(K)[None, :] >= lens[:, None]  # (1, K) >= (B, 1) -> (B, K)
+def _padding_mask(lens, H, Q, K):
+    """True where a key is padding, per head: (B * H, Q, K), PyTorch's 3-D attn_mask (example b's heads at rows
+    b * H ... b * H + H - 1). (Not key_padding_mask: PyTorch's check of it imports torch.fx's symbolic shapes, seconds
+    per grading kernel.)"""
+    pad = _T.arange(K)[None, :] >= lens[:, None]  # (1, K) >= (B, 1) -> (B, K)
+    return pad[:, None, None, :].expand(len(lens), H, Q, K).reshape(len(lens) * H, Q, K)  # (B * H, Q, K)
 
 
 def _causal_mask(T):

@@ -1,6 +1,7 @@
 # Hidden: float64 with a large common offset (the statistics must be subtracted, not ignored), a learned scale and
 # shift of our own, norm_shape over the last two axes, dropout on Y only in training mode (the same random masks as
-# the reference's), a clear ValueError for mismatched shapes, the 'meta' device; no call to the reference.
+# the reference's), a clear ValueError for mismatched shapes; no call to the reference. (No 'meta' device test: a
+# LayerNorm on 'meta' imports torch._dynamo, seconds per grading kernel, and the answer makes no tensor of its own.)
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
 _g = _T.Generator().manual_seed(1172)
 
@@ -60,11 +61,4 @@ with checks.forbid_reference(AddNorm, (_qt, "AddNorm")):
         _raised == "ValueError",
         "AddNorm(X, Y) with Y of another shape raises a ValueError",
         hint="compare X.shape and Y.shape first and raise ValueError with both shapes",
-    )
-    _an_meta = AddNorm(6, 0.5).to("meta")
-    _out = _an_meta(_T.zeros(2, 3, 6, device="meta"), _T.zeros(2, 3, 6, device="meta"))
-    checks.check_true(
-        str(_out.device) == "meta" and tuple(_out.shape) == (2, 3, 6),
-        "AddNorm on the 'meta' device returns a meta tensor of X's shape",
-        hint="use only the module's layers; make no tensor on the CPU",
     )

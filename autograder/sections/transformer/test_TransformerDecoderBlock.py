@@ -1,7 +1,8 @@
 # Hidden: float64 against PyTorch's nn.TransformerDecoderLayer (post-norm, ReLU, dropout 0, batch_first, a causal
 # tgt_mask and the source's key padding mask) with our weights copied into both: the whole target at once in
-# evaluation mode, then chunks of 2, 3 and 1 tokens with the state; the block's own cache entry only; the 'meta'
-# device; no call to the reference. (Runs in the notebook, after its visible test.)
+# evaluation mode, then chunks of 2, 3 and 1 tokens with the state; the block's own cache entry only; no call to the
+# reference. (Runs in the notebook, after its visible test.) No 'meta' device test: its LayerNorms would import
+# torch._dynamo, seconds per grading kernel; qkv's attention moves the causal lengths to the scores' device anyway.
 _g = _T.Generator().manual_seed(1176)
 _N, _H, _F, _Tt, _Ts = 16, 4, 24, 6, 5
 _X = _draw(_g, 3, _Tt, _N, scale=1.0)  # (B, T, N)
@@ -19,7 +20,7 @@ with checks.forbid_reference(TransformerDecoderBlock, (_qt, "TransformerDecoderB
     }
     _load(_blk, _w, "TransformerDecoderBlock(16, 24, 4, 0.0, i=2)")
     _want = _torch_decoder_layer(_w, _N, _H, _F)(
-        _X, _E, tgt_mask=_causal_mask(_Tt), memory_key_padding_mask=_padding_mask(_elens, _Ts)
+        _X, _E, tgt_mask=_causal_mask(_Tt), memory_mask=_padding_mask(_elens, _H, _Tt, _Ts)
     )
     _got, _state = _blk(_X, [_E, _elens, [None, None, None]])
     checks.check_close(
@@ -60,12 +61,4 @@ with checks.forbid_reference(TransformerDecoderBlock, (_qt, "TransformerDecoderB
         atol=1e-8,
         rtol=0,
         hint="token t of a chunk sits at position T_past + t and sees T_past + t + 1 keys",
-    )
-    _meta = TransformerDecoderBlock(_N, _F, _H, 0.0, 0).to("meta").eval()
-    _Xm, _Em = _T.zeros(3, 2, _N, device="meta"), _T.zeros(3, _Ts, _N, device="meta")
-    _o, _s = _meta(_Xm, [_Em, _elens.to("meta"), [_T.zeros(3, 3, _N, device="meta")]])
-    checks.check_true(
-        str(_o.device) == "meta" and tuple(_o.shape) == (3, 2, _N),
-        "the block on the 'meta' device (as on a GPU) returns a meta tensor (B, T, N)",
-        hint="make the causal lengths on X's device: torch.arange(..., device=X.device)",
     )

@@ -18,10 +18,13 @@ with checks.forbid_reference(TransformerEncoderBlock, (_qt, "TransformerEncoderB
         }
         _load(_blk, _w, f"TransformerEncoderBlock(16, 24, 4, 0.0, use_bias={_bias})")
         _layer = _torch_encoder_layer(_w, _N, _H, _F)
-        for _name, _arg, _kpm in (("no padding", None, None), ("lengths [7, 2, 5]", _lens, _padding_mask(_lens, 7))):
+        for _name, _arg, _kpm in (
+            ("no padding", None, None),
+            ("lengths [7, 2, 5]", _lens, _padding_mask(_lens, _H, 7, 7)),
+        ):
             checks.check_close(
                 _blk(_X, _arg),
-                _layer(_X, src_key_padding_mask=_kpm),
+                _layer(_X, src_mask=_kpm),
                 f"block output (hidden, float64, use_bias={_bias}, {_name}) vs nn.TransformerEncoderLayer",
                 atol=1e-8,
                 rtol=0,

@@ -1,6 +1,7 @@
 # Hidden: float64, other sizes, chunks of 3, 1, 2 and 1 tokens against a closed-form causal multi-head attention
 # computed here with our weights; the cached keys and values in the heads' layout (B * H, T, h); the cache given is
-# not modified; the 'meta' device; no call to the reference. (Runs in the notebook, after its visible test.)
+# not modified; no call to the reference. (Runs in the notebook, after its visible test.) No 'meta' device test: a
+# masked_fill on 'meta' imports torch._dynamo, seconds per grading kernel; qkv's attention moves lengths anyway.
 _g = _T.Generator().manual_seed(1177)
 _N, _H, _B, _Tt = 16, 4, 3, 7
 _h = _N // _H
@@ -68,12 +69,4 @@ with checks.forbid_reference(cached_self_attention, (_qt, "attend_projected"), (
         atol=1e-10,
         rtol=0,
         hint="token t of a chunk sees keys 0 .. T_past + t; then W_o",
-    )
-    _mm = _qt.MultiHeadAttention(_N, _H, 0.0, query_size=_N, key_size=_N, value_size=_N).to("meta").eval()
-    _mc = (_T.zeros(_B * _H, 2, _h, device="meta"), _T.zeros(_B * _H, 2, _h, device="meta"))
-    _o, _c = cached_self_attention(_mm, _T.zeros(_B, 3, _N, device="meta"), _mc)
-    checks.check_true(
-        str(_o.device) == "meta" and tuple(_o.shape) == (_B, 3, _N),
-        "on the 'meta' device (as on a GPU) the output is a meta tensor (B, T, N)",
-        hint="make the lengths on X's device: torch.arange(..., device=X.device)",
     )

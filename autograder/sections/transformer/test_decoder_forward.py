@@ -15,7 +15,7 @@ _P = _T.stack([_torch.sin(_pos * _freq), _torch.cos(_pos * _freq)], dim=-1).resh
 _Z = _dec.embedding.weight.detach()[_Y] * _math.sqrt(_N) + _P  # (B, T, N)
 for _blk in _dec.blks:
     _layer = _torch_decoder_layer({k: v.detach() for k, v in _blk.state_dict().items()}, _N, _H, _F)
-    _Z = _layer(_Z, _E, tgt_mask=_causal_mask(_Tt), memory_key_padding_mask=_padding_mask(_elens, _Ts))
+    _Z = _layer(_Z, _E, tgt_mask=_causal_mask(_Tt), memory_mask=_padding_mask(_elens, _H, _Tt, _Ts))
 _want = _T.matmul(_Z, _dec.dense.weight.detach().T) + _dec.dense.bias.detach()  # (B, T, V)
 
 

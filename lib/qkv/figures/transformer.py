@@ -33,7 +33,7 @@ __all__ = [
 
 def glance():
     """D2L 11.7 at a glance: the encoder and decoder stacks, their sublayers, and where the encoder's outputs go."""
-    fig, ax = canvas((8.6, 5.2), (0, 17.2), (0, 10.4))
+    fig, ax = canvas((8.6, 4.6), (0, 17.2), (0, 9.4))
     blue, orange, green, grey = "#cfe3ff", "#ffe2b8", "#d5f2d0", "#eeeeee"
     # encoder (left) and decoder (right): sublayers from the bottom up
     enc = [
@@ -53,7 +53,10 @@ def glance():
     for x, parts, y0, label in ((4.0, enc, 3.2, "encoder block x n"), (12.6, dec, 2.2, "decoder block x n")):
         ys = [y0 + 1.05 * i for i in range(len(parts))]
         ax.add_patch(plt.Rectangle((x - 2.6, ys[0] - 0.65), 5.2, ys[-1] - ys[0] + 1.3, fc="none", ec="0.5", ls="--"))
-        ax.text(x + 2.75, ys[-1] + 0.2, label, fontsize=9, color="0.35", ha="left" if x > 8 else "left")
+        if x < 8:
+            ax.text(x, ys[-1] + 0.85, label, fontsize=9, color="0.35", ha="center")
+        else:
+            ax.text(x + 2.75, ys[-1] + 0.2, label, fontsize=9, color="0.35", ha="left")
         for (text, color), y in zip(parts, ys):
             box(
                 ax, x, y, 4.4 if "add" not in text else 3.2, 0.8 if "\n" not in text else 0.9, text, color, fontsize=8.5
@@ -69,8 +72,8 @@ def glance():
             ax.text(x, ys[0] - 2.45, "target tokens so far (shifted right)", ha="center", fontsize=9)
             box(ax, x, ys[-1] + 1.2, 3.6, 0.7, "linear -> next-token scores", blue, fontsize=8.5)
             arrow(ax, (x, ys[-1] + 0.4), (x, ys[-1] + 0.85), width=1.0)
-            arrow(ax, (4.0, top + 0.4), (x - 2.2, ys[2]), width=1.3, rad=-0.25)
-            ax.text(7.6, top + 0.9, "keys and values:\nthe encoder's outputs", fontsize=8.5, ha="center")
+            arrow(ax, (4.0 + 2.6, top), (x - 2.2, ys[2]), width=1.3, rad=-0.2)
+            ax.text(8.4, top + 0.45, "keys and values:\nthe encoder's outputs", fontsize=8.5, ha="center")
     return fig
 
 
@@ -104,6 +107,7 @@ def _count_flops(fn, *args) -> int:
 @torch.no_grad()
 def decoding_cost(
     num_steps: int = 256,
+    full_every: int = 16,
     num_hiddens: int = 256,
     ffn_num_hiddens: int = 64,
     num_heads: int = 4,
@@ -115,9 +119,10 @@ def decoding_cost(
     """Time and count greedy decoding of ``num_steps`` tokens with and without the key/value cache (D2L 11.7).
 
     An untrained decoder of the translator's size decodes one sequence greedily, with its cache (one token per
-    call), and again without it (the whole prefix at every step, from a fresh state). Returns a dict:
-    ``positions`` (1 .. num_steps, the length of the prefix including the new token), ``ms_cached`` and
-    ``ms_full`` (milliseconds for that token), and, at ``flop_positions`` (1, 2, 4, ...), the FLOPs of that token
+    call), and again without it (the whole prefix from a fresh state, at every ``full_every``-th position, to
+    keep the figure to a few seconds). Returns a dict: ``positions`` (1 .. num_steps, the length of the prefix
+    including the new token) and ``ms_cached`` (milliseconds for that token with the cache); ``full_positions``
+    and ``ms_full`` (the same without it); and, at ``flop_positions`` (1, 2, 4, ...), the FLOPs of that token
     counted by :class:`torch.utils.flop_counter.FlopCounterMode` (``flops_cached``, ``flops_full``).
     """
     torch.manual_seed(seed)
@@ -131,8 +136,8 @@ def decoding_cost(
         ms_cached.append(1000 * (time.perf_counter() - start))
         tokens.append(logits.argmax(dim=-1))  # (B, 1)
     sequence = torch.cat(tokens, dim=1)  # (B, num_steps + 1)
-    ms_full = []
-    for n in range(1, num_steps + 1):
+    full_positions, ms_full = [1, *range(full_every, num_steps + 1, full_every)], []
+    for n in full_positions:
         start = time.perf_counter()
         decoder(sequence[:, :n], decoder.init_state(enc_outputs))  # (B, n, V): the whole prefix again
         ms_full.append(1000 * (time.perf_counter() - start))
@@ -147,6 +152,7 @@ def decoding_cost(
     return {
         "positions": list(range(1, num_steps + 1)),
         "ms_cached": ms_cached,
+        "full_positions": full_positions,
         "ms_full": ms_full,
         "flop_positions": flop_positions,
         "flops_cached": flops_cached,
@@ -157,7 +163,7 @@ def decoding_cost(
 def plot_decoding_cost(cost: dict):
     """Two panels: milliseconds per token against its position, and FLOPs per token on log axes."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(8, 3))
-    left.plot(cost["positions"], cost["ms_full"], ".", ms=3, label="whole prefix again")
+    left.plot(cost["full_positions"], cost["ms_full"], "o-", ms=3, label="whole prefix again")
     left.plot(cost["positions"], cost["ms_cached"], ".", ms=3, label="key/value cache")
     left.set_xlabel("position of the new token")
     left.set_ylabel("ms for that token")
