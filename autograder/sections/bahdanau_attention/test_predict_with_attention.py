@@ -1,9 +1,9 @@
 # Hidden: our own model (other sizes, dropout 0.5, left in training mode), decoded here by an independent greedy
 # loop in evaluation mode: the tokens and every step's weights for another <bos> id and number of steps; int64
-# tokens; the training mode restored (and evaluation mode kept when the model was in it); on the 'meta' device (as on
-# a GPU) the results stay there. (Runs in the notebook, after its visible test.)
+# tokens; the training mode restored (and evaluation mode kept when the model was in it); no autograd graph kept.
+# (No 'meta'-device probe here: the first argmax and cat on 'meta' cost seconds, over the grading budget.)
+# (Runs in the notebook, after its visible test.)
 import torch as _torch
-from torch.overrides import TorchFunctionMode as _Mode
 
 import qkv.bahdanau as _qb
 
@@ -56,46 +56,9 @@ checks.check_true(
 )
 
 
-# On the 'meta' device, as on a GPU: everything the answer makes must be made where the source is. A tensor made on
-# the CPU may still combine with meta ones (an embedding look-up does), so every torch call is watched for arguments
-# on two devices, as a GPU would refuse them.
-def _tensors(x):
-    if isinstance(x, _torch.Tensor):
-        yield x
-    elif isinstance(x, (list, tuple)):
-        for item in x:
-            yield from _tensors(item)
-    elif isinstance(x, dict):
-        for item in x.values():
-            yield from _tensors(item)
-
-
-class _MixedDevices(_Mode):
-    def __init__(self):
-        super().__init__()
-        self.calls = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        devices = {t.device.type for t in _tensors((args, kwargs)) if t.dim() > 0 or t.device.type != "cpu"}
-        if len(devices) > 1:
-            self.calls.append(getattr(func, "__name__", repr(func)))
-        return func(*args, **kwargs)
-
-
-_meta = _qb.make_bahdanau(10, 12, embed_size=5, num_hiddens=7, num_layers=2, tgt_pad=0).to("meta")
-_probe = _MixedDevices()
-with _probe:
-    _tm, _wm = predict_with_attention(
-        _meta, _T.zeros(2, 6, dtype=_T.long, device="meta"), _T.zeros(2, dtype=_T.long, device="meta"), 1, 3
-    )
+# Decoding needs no gradients: weights that still carry a graph keep every step's activations alive.
 checks.check_true(
-    _probe.calls == [],
-    "with the model and the source on the 'meta' device (as on a GPU), no tensor of the answer is on the CPU",
-    hint="make the <bos> tensor with device=src.device",
-)
-checks.check_true(
-    _tm.device.type == "meta" and _wm.device.type == "meta" and tuple(_wm.shape) == (2, 3, 6),
-    "with the model and the source on the 'meta' device, the results are there too, weights (B, num_steps, T_src)",
-    hint="make every tensor on src's device",
+    _w.requires_grad is False and _w.grad_fn is None,
+    "the returned weights carry no autograd graph (hidden)",
+    hint="decode under torch.no_grad()",
 )
