@@ -69,11 +69,12 @@ checks.check_true(
     hint="return timing.benchmark's median_ms unchanged",
 )
 
-# Devices: the inputs must be made on the device given. On the 'meta' device (shapes, no data; no CPU tensor is on
-# it), a fake attention records the device of what it receives and advances a fake clock by (n / 64)^2 ms a call, so
-# the sweep must give exactly the exponent 2 and those times. An answer may read a value out of a tensor (say, to
-# check the output is finite): outside the timed calls that costs nothing measured, so it is accepted, as the
-# docstring says. On 'meta' such a read raises; the device is then judged by what attention received before it.
+# Devices: the inputs must be made on the device given. New tensors go to the 'meta' device by default during the
+# sweep (shapes, no data), and the sweep is asked for device='cpu': an input made without device= lands on 'meta',
+# where the fake attention sees it. A fake clock advances by (n / 64)^2 ms a call, so the sweep must give exactly the
+# exponent 2 and those times. A right answer makes no 'meta' tensor, so it pays nothing for the probe (arithmetic or
+# even randn on 'meta' imports sympy and torch._dynamo, seconds in a fresh process), and an answer that reads values
+# out of its tensors (allowed here, as the docstring says: outside the timed calls it costs nothing measured) works.
 _now, _devices = [0.0], set()
 
 
@@ -81,42 +82,37 @@ def _fake_clock():
     return _now[0]
 
 
-def _meta_attention(q, k, v):
+def _device_attention(q, k, v):
     _devices.update(str(t.device) for t in (q, k, v))
     _now[0] += (int(q.shape[1]) / 64) ** 2 * 1e-3  # seconds: 1 ms at n = 64, quadratic in n
     return v
 
 
 try:
-    _k_meta, _times_meta = measured_exponent(
-        _meta_attention, _ns, d=_d, batch=_b, device="meta", warmup=1, repeats=3, clock=_fake_clock
-    )
+    with torch.device("meta"):
+        _k_dev, _times_dev = measured_exponent(
+            _device_attention, _ns, d=_d, batch=_b, device="cpu", warmup=1, repeats=3, clock=_fake_clock
+        )
     _err = None
 except Exception as _e:  # report what the student's code raised, in one line
     _err = f"{type(_e).__name__}: {str(_e).splitlines()[0] if str(_e) else ''}"
-_read = _err is not None and ("meta tensor" in _err or "no data" in _err)  # a value read on 'meta'
 _hint_dev = "make the queries, keys and values with device=device, and pass device=device on to timing.benchmark"
 checks.check_true(
-    _err is None or (_read and bool(_devices)),
-    f"measured_exponent with device='meta' (a device that holds shapes only) raised {_err}",
-    hint="read values only from what attention returns, not from the inputs before the call" if _read else _hint_dev,
-)
-checks.check_true(
-    _devices == {"meta"},
-    f"with device='meta', attention receives tensors on that device; they were on {sorted(_devices)}",
+    _devices <= {"cpu"},
+    f"with device='cpu' and 'meta' as the default device, attention receives its inputs on 'cpu'; they were on "
+    f"{sorted(_devices)}",
     hint=_hint_dev,
 )
-if _err is None:  # the exact times on the fake clock (checked on the CPU above when a value read stopped this run)
-    checks.check_scalar(
-        float(_k_meta),
-        2.0,
-        "the exponent for a fake clock that runs (n / 64)^2 ms a call, on device='meta'",
-        atol=1e-6,
-    )
-    checks.check_true(
-        type(_times_meta) is list
-        and len(_times_meta) == len(_ns)
-        and all(abs(float(t) - (n / 64) ** 2) < 1e-6 for t, n in zip(_times_meta, _ns)),
-        f"with a fake clock that runs (n / 64)^2 ms a call, times_ms is {[(n / 64) ** 2 for n in _ns]}",
-        hint="return timing.benchmark's median_ms for every n, in the order of ns",
-    )
+checks.check_true(
+    _err is None, f"measured_exponent with device='cpu' and 'meta' as the default device raised {_err}", _hint_dev
+)
+checks.check_scalar(
+    float(_k_dev), 2.0, "the exponent for a fake clock that runs (n / 64)^2 ms a call (hidden)", atol=1e-6
+)
+checks.check_true(
+    type(_times_dev) is list
+    and len(_times_dev) == len(_ns)
+    and all(abs(float(t) - (n / 64) ** 2) < 1e-6 for t, n in zip(_times_dev, _ns)),
+    f"with a fake clock that runs (n / 64)^2 ms a call, times_ms is {[(n / 64) ** 2 for n in _ns]}",
+    hint="return timing.benchmark's median_ms for every n, in the order of ns",
+)
