@@ -250,3 +250,12 @@ def test_release_warms_every_recipe():
     for recipe in trained.WARM:
         module, _, function = recipe.partition(":")
         assert callable(getattr(importlib.import_module(module), function))
+
+
+def test_only_fit_or_load_of_this_module_counts_in_the_source_hash():
+    """Editing qkv.trained's list of recipes (WARM) or its docs must not throw every cached model away; editing
+    fit_or_load (seeding, building, training) must."""
+    import inspect
+
+    assert trained._source_of("qkv.trained") == inspect.getsource(trained.fit_or_load).encode()
+    assert trained._source_of("qkv.training") == trained._module_file("qkv.training").read_bytes()

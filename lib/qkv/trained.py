@@ -102,11 +102,22 @@ def _module_file(name: str) -> Path:
     return Path(path)
 
 
+def _source_of(name: str) -> bytes:
+    """The source that counts for module ``name``: its whole file, except for this module, of which only
+    :func:`fit_or_load` (the seeding, the build and the training) determines weights; an edit of :data:`WARM` or
+    of a message must not throw every cached model away."""
+    if name == __name__:
+        import inspect
+
+        return inspect.getsource(fit_or_load).encode()
+    return _module_file(name).read_bytes()
+
+
 def source_hash(modules) -> str:
-    """SHA-256 over the names and source files of ``modules`` (module names), in sorted order."""
+    """SHA-256 over the names and sources of ``modules`` (module names), in sorted order (see :func:`_source_of`)."""
     h = hashlib.sha256()
     for name in sorted(set(modules)):
-        h.update(name.encode() + b"\0" + _module_file(name).read_bytes() + b"\0")
+        h.update(name.encode() + b"\0" + _source_of(name) + b"\0")
     return h.hexdigest()
 
 
