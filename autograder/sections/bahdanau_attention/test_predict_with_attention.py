@@ -1,7 +1,9 @@
 # Hidden: our own model (other sizes, dropout 0.5, left in training mode), decoded here by an independent greedy
 # loop in evaluation mode: the tokens and every step's weights for another <bos> id and number of steps; int64
-# tokens; the training mode restored (and evaluation mode kept when the model was in it); no autograd graph kept.
-# (No 'meta'-device probe here: the first argmax and cat on 'meta' cost seconds, over the grading budget.)
+# tokens; the training mode restored (and evaluation mode kept when the model was in it); no autograd graph kept;
+# tensors made where the source is: with 'meta' as PyTorch's default device around a CPU model and source, a <bos>
+# made without device= reaches the decoder on 'meta' (on a GPU: an error), which a hook reports before any 'meta'
+# arithmetic runs (that would cost seconds); a right answer makes nothing on 'meta'.
 # (Runs in the notebook, after its visible test.)
 import torch as _torch
 
@@ -61,4 +63,29 @@ checks.check_true(
     _w.requires_grad is False and _w.grad_fn is None,
     "the returned weights carry no autograd graph (hidden)",
     hint="decode under torch.no_grad()",
+)
+
+
+class _OffDevice(Exception):
+    pass
+
+
+def _input_on_cpu(module, args):
+    if args[0].device.type != "cpu":
+        raise _OffDevice
+
+
+_hook = _model.decoder.register_forward_pre_hook(_input_on_cpu)
+_on_device = True
+try:
+    with _torch.device("meta"):
+        predict_with_attention(_model, _src, _lens, 3, 2)
+except _OffDevice:
+    _on_device = False
+finally:
+    _hook.remove()
+checks.check_true(
+    _on_device,
+    "the decoder's input tokens are made on the source's device (hidden: made without device=, they land elsewhere)",
+    hint="make the <bos> tensor with device=src.device",
 )
