@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import platform
+import re
 import subprocess
 
 import nbformat
@@ -76,10 +77,20 @@ def test_nbgrader_validate_passes_a_finished_notebook_and_names_what_is_left(tmp
     assert "Success! Your notebook passes all the tests." in _validate(tmp_path / "finished.ipynb")
     assert "Success! Your notebook passes all the tests." in _validate(tmp_path / "colab.ipynb")
     said = _validate(tmp_path / "released.ipynb")
-    # Three test cells fail on their stubs, and the two written answers are empty.
-    assert "VALIDATION FAILED ON 5 CELL(S)!" in said and "NotImplementedError" in said
-    assert said.count("You did not provide a response.") == 2
-    for stub in ("attention_pooling", "sharp_similarity", "averaging_similarity"):
+    # Every test cell fails on its stub, and every written answer is empty: counted from the release itself.
+    released = nbformat.read(release, as_version=4)
+    stubs = [
+        re.match(r"# Exercise \d+ \(\d+ points?\): write (\w+)", c.source).group(1)
+        for c in released.cells
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")
+    ]
+    answers = [
+        c for c in released.cells if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("solution")
+    ]
+    assert stubs and answers, "11.1's release should have stubs and written answers"
+    assert f"VALIDATION FAILED ON {len(stubs) + len(answers)} CELL(S)!" in said and "NotImplementedError" in said
+    assert said.count("You did not provide a response.") == len(answers)
+    for stub in stubs:
         assert f'print("{stub}: all visible tests passed")' in said, f"validate does not list {stub}'s test cell"
 
 
