@@ -55,8 +55,20 @@ from pathlib import Path
 
 RUNNER = Path(__file__).resolve().with_name("runner.py")
 RUNNER_IN_SANDBOX = "/opt/qkv-grader/runner.py"
-#: Imported once per sandbox, before any student code (what the course's notebooks import).
-PRELOAD = ("numpy", "torch", "torch.nn", "torch.nn.functional", "matplotlib", "matplotlib.pyplot", "qkv")
+#: Imported once per sandbox, before any student code (what the course's notebooks import). ``torch._dynamo`` and
+#: ``sympy`` are what PyTorch imports on the first arithmetic with 'meta' tensors, which the hidden device checks
+#: use: about 1.3-5 s per submission (per forked child) when not preloaded, 0.01 s when they are.
+PRELOAD = (
+    "numpy",
+    "torch",
+    "torch.nn",
+    "torch.nn.functional",
+    "torch._dynamo",
+    "sympy",
+    "matplotlib",
+    "matplotlib.pyplot",
+    "qkv",
+)
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "nsswitch.conf", "passwd", "group")
 INSTALL_HINT = (
     "the grader runs student code only inside a bubblewrap sandbox, and `bwrap` was not found. "

@@ -50,8 +50,12 @@ NO_TRAIN_ENV = "QKV_NO_TRAIN"
 #: qkv modules that every trained model depends on (the trainer); the model's and the data's own are added.
 BASE_MODULES = ("qkv.training", "qkv.trained")
 #: The recipes ``make release`` runs before the course is graded, so that the grader only loads weights:
-#: ``"module:function"``, each function callable without arguments. Sections 11.7 and 11.8 add theirs.
-WARM = ("qkv.bahdanau:train_d2l", "qkv.figures.multihead_attention:trained_offset_reader")
+#: ``"module:function"``, each function callable without arguments. Section 11.8 adds its own.
+WARM = (
+    "qkv.bahdanau:train_d2l",
+    "qkv.figures.multihead_attention:trained_offset_reader",
+    "qkv.transformer:train_d2l",
+)
 
 
 class NotCached(RuntimeError):
