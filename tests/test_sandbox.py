@@ -563,6 +563,30 @@ CHANGES = [
         "the notebook's name checks was rebound",
     ),
 ]
+#: A prefix the zygote cannot share (it leaves a thread running), so each child runs it itself.
+UNSHARED_PREFIX = [
+    (
+        GUARD_PREFIX[0][0],
+        GUARD_PREFIX[0][1] + "\nimport threading, time\n"
+        "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()",
+    )
+]
+
+
+@needs_bwrap
+@pytest.mark.slow
+@pytest.mark.parametrize("change, name", [CHANGES[0], CHANGES[-1]], ids=["check_close", "name checks"])
+def test_the_guard_holds_when_the_child_runs_the_prefix_itself(box, change, name):
+    """When the zygote cannot share the prefix, the child runs it and then records, before any student code, what
+    the hidden tests rely on (the notebook's name ``checks`` included), as the zygote does after a shared one."""
+    result = box.run([(1, WRONG + change), (2, GUARDED_TEST)], prefix=UNSHARED_PREFIX)
+    assert result.how == "done", result.detail
+    assert json.dumps(UNSHARED_PREFIX) in box._unsafe  # the prefix really ran in the child
+    (found,) = tampering(result.cells[2][1])
+    assert f"- {name}" in found["evalue"].splitlines()
+    assert "hidden part ran" not in stream_text(result.cells[2][1])
+
+
 #: Changes made while the hidden part runs, by the answer it calls, through the hidden part's own frame.
 DURING = [
     ("checks", "the hidden tests' name checks was rebound"),
