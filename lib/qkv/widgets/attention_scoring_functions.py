@@ -14,14 +14,13 @@ softmax saturation. Shape letters are those of the glossary in :mod:`qkv`
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import torch
 
 from qkv.plotting import use_svg_display
-from qkv.widgets import ipywidgets_or_none, static_figure
+from qkv.widgets import ipywidgets_or_none, positive_int, static_figure
 
 __all__ = [
     "CURVE_TRIALS",
@@ -36,19 +35,6 @@ __all__ = [
 CURVE_TRIALS = 200
 
 
-def _positive_int(value, name: str) -> int:
-    """``value`` as an int >= 1: ints and integer-like objects (NumPy integers) pass; bools and floats do not."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got a bool")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-    return value
-
-
 def attention_weight_samples(d: int, scaled: bool, num_keys: int = 16, trials: int = 1, seed: int = 0):
     """Softmax attention weights of random queries over random keys (D2L 11.3.1).
 
@@ -59,9 +45,9 @@ def attention_weight_samples(d: int, scaled: bool, num_keys: int = 16, trials: i
     over its K keys is returned, shape (B, K). The same seed gives the same
     draws whether scaled or not, so the two settings differ only by the scale.
     """
-    d = _positive_int(d, "d")
-    num_keys = _positive_int(num_keys, "num_keys")
-    trials = _positive_int(trials, "trials")
+    d = positive_int(d, "d")
+    num_keys = positive_int(num_keys, "num_keys")
+    trials = positive_int(trials, "trials")
     generator = torch.Generator().manual_seed(seed)
     queries = torch.randn(trials, 1, d, generator=generator, dtype=torch.float64)  # (B, 1, d)
     keys = torch.randn(trials, num_keys, d, generator=generator, dtype=torch.float64)  # (B, K, d)
@@ -157,7 +143,7 @@ def softmax_scaling_grid(
 ):
     """Small multiples of one query's softmax weights, unscaled (top) and scaled by 1/sqrt(d) (bottom), for up to
     ``max_columns`` of the dimensions, beside the mean entropy against d (D2L 11.3.1). Returns the ``Figure``."""
-    d_values = [_positive_int(d, "each d") for d in d_values]
+    d_values = [positive_int(d, "each d") for d in d_values]
     if not d_values:
         raise ValueError("give at least one dimension d")
     shown = _spread(d_values, max_columns)
@@ -187,7 +173,7 @@ def softmax_scaling_explorer(d_values: Sequence[int] = (1, 4, 16, 64, 256, 1024)
         latest figure). During the book build (:func:`qkv.widgets.static_mode`), or without
         ipywidgets, the static :func:`softmax_scaling_grid` figure instead.
     """
-    d_values = [_positive_int(d, "each d") for d in d_values]
+    d_values = [positive_int(d, "each d") for d in d_values]
     if not d_values:
         raise ValueError("give at least one dimension d")
     widgets = ipywidgets_or_none()

@@ -8,14 +8,13 @@ the key/value cache of a model against the context length, beside the memory its
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 
 from qkv.multihead import attention_costs
 from qkv.plotting import use_svg_display
-from qkv.widgets import ipywidgets_or_none, static_figure
+from qkv.widgets import ipywidgets_or_none, positive_int, static_figure
 
 __all__ = ["LLAMA2_70B", "CONTEXTS", "cache_curve", "kv_cache_grid", "kv_cache_explorer"]
 
@@ -24,18 +23,6 @@ LLAMA2_70B = {"num_hiddens": 8192, "num_heads": 64, "num_layers": 80}
 #: The context lengths on the explorer's axis, 1,024 to 131,072 tokens.
 CONTEXTS = tuple(2**k for k in range(10, 18))
 GIB = 2**30
-
-
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got a bool")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-    return value
 
 
 def cache_curve(
@@ -48,9 +35,9 @@ def cache_curve(
     """The key/value cache, in GiB, at each context length, and the attention weights' memory, in GiB, of
     ``model`` with ``num_kv_heads`` key/value heads, ``batch_size`` sequences and ``bytes_per_number`` bytes for
     every number (cache and weights alike) (D2L 11.5, beyond D2L)."""
-    num_kv_heads = _positive_int(num_kv_heads, "num_kv_heads")
-    batch_size = _positive_int(batch_size, "batch_size")
-    contexts = [_positive_int(t, "each context length") for t in contexts]
+    num_kv_heads = positive_int(num_kv_heads, "num_kv_heads")
+    batch_size = positive_int(batch_size, "batch_size")
+    contexts = [positive_int(t, "each context length") for t in contexts]
     if not contexts:
         raise ValueError("give at least one context length")
     N, H, L = model["num_hiddens"], model["num_heads"], model["num_layers"]
@@ -87,7 +74,7 @@ def _draw(ax, num_kv_heads: int, batch_size: int, model: dict, mark_others: bool
 def kv_cache_grid(kv_heads: Sequence[int] = (64, 8, 1), batch_size: int = 1, model: dict = LLAMA2_70B):
     """One panel per number of key/value heads in ``kv_heads``: the cache against the context length and the
     attention weights' memory, for ``model`` (D2L 11.5, beyond D2L). Returns the ``Figure``."""
-    kv_heads = [_positive_int(g, "each number of key/value heads") for g in kv_heads]
+    kv_heads = [positive_int(g, "each number of key/value heads") for g in kv_heads]
     if not kv_heads:
         raise ValueError("give at least one number of key/value heads")
     use_svg_display()
