@@ -3,10 +3,12 @@
 #   dataset-fashion-mnist  the Fashion-MNIST IDX files (D2L 11.8's data set)
 #   chromium               headless checks of the rendered book
 #   bubblewrap             the sandbox the autograder runs student code in
+#   postgresql             the PostgreSQL gradebook's tests (a throwaway cluster made with initdb)
+#   fonts-noto-cjk         the Chinese edition of the chapter-at-a-glance page and its figures
 # Called by .ci/run and by make's bootstrap. Installs them where apt-get is
 # available and we are root; otherwise says what to do and carries on.
 set -u
-PACKAGES="dataset-fashion-mnist chromium bubblewrap libseccomp2"
+PACKAGES="dataset-fashion-mnist chromium bubblewrap libseccomp2 postgresql fonts-noto-cjk"
 missing=""
 for p in $PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -98,9 +98,19 @@ def stage(edition: str, dest: Path) -> list[Path]:
     return written
 
 
+def default_out(edition: str) -> Path:
+    """Where ``edition`` is built: ``_build/<edition>``, or ``_build/smoke/<edition>`` in a smoke run.
+
+    A smoke run (``QKV_TRAIN_SMOKE``, set by the test suite: :mod:`qkv.trained`) shows models trained on a few
+    batches. Its executed notebooks must never sit in the execution cache that ``make book`` reuses, or the real
+    book would show them."""
+    smoke = os.environ.get("QKV_TRAIN_SMOKE", "").strip() not in ("", "0")
+    return ROOT / "_build" / ("smoke" if smoke else "") / edition
+
+
 def build(edition: str, strict: bool = False, out: Path | None = None, quiet: bool = False) -> Path:
-    """Stage and build ``edition`` under ``out`` (default ``_build/<edition>``); return the folder of the HTML site."""
-    out = out or ROOT / "_build" / edition
+    """Stage and build ``edition`` under ``out`` (default :func:`default_out`); return the folder of the HTML site."""
+    out = out or default_out(edition)
     src = out / "src"
     t0 = time.perf_counter()
     written = stage(edition, src)

@@ -29,7 +29,10 @@ def _prose() -> str:
 
 @pytest.fixture(scope="module")
 def model():
-    return figures.trained_offset_reader(TASK)
+    """The book's model, trained for real (the suite's smoke runs would not learn the task)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("QKV_TRAIN_SMOKE", raising=False)
+        return figures.trained_offset_reader(TASK)
 
 
 def test_glance_shows_inputs_heads_concat_and_output_projection():
@@ -67,6 +70,7 @@ def test_training_repeats_and_is_cached_once(model, tmp_path, monkeypatch):
 
     data = figures.OffsetData(TASK)
     assert len(data.train_dataloader()) == TASK.steps and data.X.shape == (TASK.steps * TASK.batch_size, 10)
+    monkeypatch.delenv("QKV_TRAIN_SMOKE", raising=False)
     monkeypatch.setenv("QKV_TRAINED_DIR", str(tmp_path / "a"))
     first = figures.fit_offset_reader(TASK)
     again = figures.fit_offset_reader(TASK)

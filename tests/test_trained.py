@@ -56,6 +56,7 @@ def _own_cache(tmp_path, monkeypatch):
     monkeypatch.setenv(trained.TRAINED_ENV, str(tmp_path / "trained"))
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     monkeypatch.delenv(trained.NO_TRAIN_ENV, raising=False)
+    monkeypatch.delenv(trained.SMOKE_ENV, raising=False)
 
 
 def _same_weights(a: nn.Module, b: nn.Module) -> bool:
@@ -259,3 +260,66 @@ def test_only_fit_or_load_of_this_module_counts_in_the_source_hash():
 
     assert trained._source_of("qkv.trained") == inspect.getsource(trained.fit_or_load).encode()
     assert trained._source_of("qkv.training") == trained._module_file("qkv.training").read_bytes()
+
+
+class _CountingData(_Data):
+    """``_Data`` with a validation loader, counting the batches each loader yields."""
+
+    def __init__(self):
+        super().__init__(n=64, batch_size=8)
+        self.seen = {"train": 0, "val": 0}
+
+    def _counted(self, part):
+        data = self
+
+        class Loader:  # re-iterable, like a DataLoader: one pass per epoch
+            def __iter__(self):
+                dataset = torch.utils.data.TensorDataset(data.X, data.y[:, None])
+                for batch in torch.utils.data.DataLoader(dataset, data.batch_size):
+                    data.seen[part] += 1
+                    yield batch
+
+        return Loader()
+
+    def train_dataloader(self):
+        return self._counted("train")
+
+    def val_dataloader(self):
+        return self._counted("val")
+
+
+def test_a_smoke_run_trains_one_epoch_of_n_batches_under_its_own_key(monkeypatch):
+    """QKV_TRAIN_SMOKE=N: one epoch, at most N batches of each loader (64 examples in batches of 8 would be 8 per
+    epoch, 3 epochs asked), a key that records N; a real run never loads the smoke weights, nor the reverse."""
+    monkeypatch.setenv(trained.SMOKE_ENV, "2")
+    data = _CountingData()
+    smoke, messages = _fit(data, epochs=3)
+    assert smoke.trained and smoke.smoke == 2 and smoke.key["smoke"] == 2
+    assert smoke.history["epoch"] == [1], "one epoch, whatever the trainer asks"
+    assert data.seen == {"train": 2, "val": 2}, "two batches of each loader, no more"
+    assert "smoke run" in messages[0] and "-smoke-" in smoke.path.name
+    assert not _fit(_CountingData(), epochs=3)[0].trained, "the same smoke run loads"
+
+    monkeypatch.delenv(trained.SMOKE_ENV)
+    data = _CountingData()
+    real, _ = _fit(data, epochs=3)
+    assert real.trained and real.smoke == 0 and "smoke" not in real.key, "a real run never loads smoke weights"
+    assert real.history["epoch"] == [1, 2, 3] and data.seen == {"train": 24, "val": 24}
+    assert real.path != smoke.path
+
+
+@pytest.mark.parametrize("value", ["-1", "two", "1.5"])
+def test_a_bad_smoke_setting_says_what_it_wants(monkeypatch, value):
+    monkeypatch.setenv(trained.SMOKE_ENV, value)
+    with pytest.raises(ValueError, match="positive number of batches"):
+        _fit()
+
+
+def test_a_smoke_book_is_built_apart_from_the_real_one(monkeypatch):
+    """The execution cache of a smoke build must not be the one make book reuses."""
+    from publish import build_book
+
+    monkeypatch.delenv(trained.SMOKE_ENV, raising=False)
+    real = build_book.default_out("student")
+    monkeypatch.setenv(trained.SMOKE_ENV, "2")
+    assert build_book.default_out("student") == real.parent / "smoke" / "student"

@@ -21,6 +21,13 @@ trained again. Files are written atomically (a temporary file in the same folder
 readable by all (the grader's sandbox runs as another user), under a lock, so that two processes that start
 together train once. Where training must not happen (the grader's sandbox, which sets ``NBGRADER_EXECUTION``, or
 ``QKV_NO_TRAIN=1``), a missing file is an error that says how to make it.
+
+**Smoke runs.** With ``QKV_TRAIN_SMOKE=N`` (a positive integer) every model is trained for one epoch of at most ``N``
+training batches (and evaluated on at most ``N`` validation batches), under a key that records ``N``, so a smoke model
+is never taken for a real one. The test suite sets it: its notebooks, its release and its own build of the book prove
+that every cell runs without paying for every model's full training; the results are meaningless there, and the
+benchmarks (``benchmarks/mt.py``, ``benchmarks/vit.py``, ...) and ``make book`` check the real ones. Such a book is
+built under ``_build/smoke/`` (``publish.build_book``), never where ``make book`` builds.
 """
 
 from __future__ import annotations
@@ -42,11 +49,22 @@ from pathlib import Path
 import torch
 from torch import nn
 
-__all__ = ["Fitted", "NotCached", "fit_or_load", "fingerprint", "source_hash", "trained_dir", "make_key", "WARM"]
+__all__ = [
+    "Fitted",
+    "NotCached",
+    "fit_or_load",
+    "fingerprint",
+    "source_hash",
+    "trained_dir",
+    "make_key",
+    "smoke_batches",
+    "WARM",
+]
 
 FORMAT = 1
 TRAINED_ENV = "QKV_TRAINED_DIR"
 NO_TRAIN_ENV = "QKV_NO_TRAIN"
+SMOKE_ENV = "QKV_TRAIN_SMOKE"
 #: qkv modules that every trained model depends on (the trainer); the model's and the data's own are added.
 BASE_MODULES = ("qkv.training", "qkv.trained")
 #: The recipes ``make release`` runs before the course is graded, so that the grader only loads weights:
@@ -74,6 +92,7 @@ class Fitted:
     path: Path
     key: dict = field(repr=False)
     machine: str = ""  # where and how it was trained: CPU count, torch threads, load average
+    smoke: int = 0  # > 0: a smoke run (QKV_TRAIN_SMOKE): one epoch of at most this many batches, results meaningless
 
 
 def trained_dir() -> Path:
@@ -84,6 +103,71 @@ def trained_dir() -> Path:
     from qkv.data import cache_dir
 
     return cache_dir() / "trained"
+
+
+def smoke_batches() -> int:
+    """``$QKV_TRAIN_SMOKE`` as a number of batches (0 when unset: train for real); see the module's docstring."""
+    value = os.environ.get(SMOKE_ENV, "").strip()
+    if value in ("", "0"):
+        return 0
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 1:
+        raise ValueError(
+            f"{SMOKE_ENV}={value!r} must be a positive number of batches (or unset, or 0, to train for real)"
+        )
+    return n
+
+
+class _FirstBatches:
+    """A data loader cut to its first ``n`` batches (a smoke run)."""
+
+    def __init__(self, loader, n: int):
+        self.loader, self.n = loader, n
+
+    def __iter__(self):
+        batches = iter(self.loader)
+        for _ in range(self.n):  # fetch no batch beyond the n-th (a loader may do work per batch)
+            try:
+                yield next(batches)
+            except StopIteration:
+                return
+
+    def __len__(self) -> int:
+        try:
+            return min(self.n, len(self.loader))
+        except TypeError:  # a loader without a length
+            return self.n
+
+
+class _SmokeData:
+    """``data`` with every loader cut to ``n`` batches; other attributes are ``data``'s own."""
+
+    def __init__(self, data, n: int):
+        self._data, self._n = data, n
+
+    def __getattr__(self, name):
+        return getattr(self._data, name)
+
+    def train_dataloader(self):
+        return _FirstBatches(self._data.train_dataloader(), self._n)
+
+    def val_dataloader(self):
+        if not callable(getattr(self._data, "val_dataloader", None)):
+            return None
+        loader = self._data.val_dataloader()
+        return None if loader is None else _FirstBatches(loader, self._n)
+
+
+def _smoke(trainer, data, n: int):
+    """The trainer (a copy, one epoch) and the data (loaders cut to ``n`` batches) of a smoke run."""
+    import copy
+
+    trainer = copy.copy(trainer)
+    trainer.max_epochs = 1
+    return trainer, _SmokeData(data, n)
 
 
 def _training_forbidden() -> str | None:
@@ -321,7 +405,12 @@ def fit_or_load(
     model = build()
     if not isinstance(model, nn.Module):
         raise TypeError(f"build() must return a torch.nn.Module, got {type(model).__name__}")
+    smoke = smoke_batches()
     key = make_key(name, config, trainer, data, model, modules)
+    if smoke:
+        trainer, data = _smoke(trainer, data, smoke)
+        key["smoke"] = smoke
+        name = f"{name}-smoke"
     path = trained_dir() / f"{name}-{_digest(key)[:16]}.pt"
     with _lock(path):
         if path.exists():
@@ -338,7 +427,15 @@ def fit_or_load(
                 )
                 machine = payload.get("machine", "")
                 return Fitted(
-                    model, payload["history"], payload["seconds"], payload["trained_at"], False, path, key, machine
+                    model,
+                    payload["history"],
+                    payload["seconds"],
+                    payload["trained_at"],
+                    False,
+                    path,
+                    key,
+                    machine,
+                    smoke,
                 )
         forbidden = _training_forbidden()
         if forbidden:
@@ -346,7 +443,10 @@ def fit_or_load(
                 f"{name}: no trained weights at {path}, and {forbidden}, so nothing is trained here. "
                 "Build them first where training is allowed: run the section's notebook once, or `make release`."
             )
-        log(f"{name}: no cached weights for this setting; training ({trainer.max_epochs} epochs)")
+        if smoke:
+            log(f"{name}: smoke run ({SMOKE_ENV}={smoke}): one epoch of {smoke} batches, results meaningless")
+        else:
+            log(f"{name}: no cached weights for this setting; training ({trainer.max_epochs} epochs)")
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         start = time.perf_counter()
         history = trainer.fit(model, data)
@@ -369,4 +469,4 @@ def fit_or_load(
         saved = _write(path, payload, log)
         model.eval()
         log(f"{name}: trained in {seconds:.1f} s" + (f"; weights saved to {path}" if saved else ""))
-        return Fitted(model, payload["history"], seconds, trained_at, True, path, key, machine)
+        return Fitted(model, payload["history"], seconds, trained_at, True, path, key, machine, smoke)

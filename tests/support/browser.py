@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
-from course import notebooks as nbs
-
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = (
     "--headless",
@@ -239,7 +237,7 @@ def built_book(edition: str = "student") -> Path:
     """
     from publish import build_book
 
-    out = nbs.ROOT / "_build" / edition
+    out = build_book.default_out(edition)
     html = out / "_build" / "html"
     out.mkdir(parents=True, exist_ok=True)
     with open(out / ".build.lock", "w") as lock:
@@ -247,4 +245,4 @@ def built_book(edition: str = "student") -> Path:
         written = build_book.stage(edition, out / "src")
         if not written and (html / "index.html").exists() and _newest_mtime(html) >= _newest_mtime(out / "src"):
             return html
-        return build_book.build(edition)
+        return build_book.build(edition, out=out)
