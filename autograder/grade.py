@@ -524,6 +524,19 @@ def finish_safely(prep: Prepared, run: sb.RunResult | None, course: Course) -> R
         return Result(*sub_key(prep.sub), status, f"could not record the result: {err}", 0.0, 0.0, {}, {})
 
 
+def prepare_safely(sub: Submission, course: Course) -> Prepared:
+    """:func:`prepare`, or, whatever the file holds, an ``invalid notebook`` ready to be recorded."""
+    try:
+        return prepare(sub, course)
+    except GradingError:
+        raise
+    except Exception as err:  # noqa: BLE001 (whatever a file holds, it gets a result)
+        log.exception("could not prepare %s", sub_key(sub))
+        prep = prepare(dataclasses.replace(sub, path=None), course)
+        prep.status, prep.notes = "invalid notebook", [f"could not be read ({type(err).__name__}: {err})"]
+        return prep
+
+
 def grade_all(
     subs: list[Submission],
     course: Course,
@@ -531,32 +544,75 @@ def grade_all(
     limits: sb.Limits,
     progress: bool = True,
     fixed: Collection[str] = (),
+    client=None,
+    journal: Journal | None = None,
 ) -> list[Result]:
-    """Grade every submission; sandboxes run ``jobs`` at a time, this thread writes every grade.
+    """Grade every submission; sandboxes run ``jobs`` at a time (or on the workers of the dask ``client``:
+    :mod:`autograder.cluster`), this thread writes every grade.
 
     ``limits`` are the defaults of a run; each notebook's release may change them (:func:`notebook_limits`),
-    except the fields in ``fixed``. Every release's limits are checked before anything is graded."""
+    except the fields in ``fixed``. Every release's limits are checked before anything is graded.
+    ``journal``: where each finished submission is recorded, and whose records of an interrupted run of the same
+    class are kept instead of grading those submissions again (:class:`Journal`)."""
     from tqdm import tqdm
 
     per_notebook = {
         (a, n): notebook_limits(course, a, n, limits, fixed)
         for a, n in sorted({(s.assignment, s.notebook) for s in subs})
     }
-    results: dict[tuple, Result] = {}
-    bar = tqdm(total=len(subs), unit="notebook", desc="grading", disable=not progress, file=sys.stderr)
+    journal = journal or Journal(None)
+    tokens = {sub_key(s): journal.token(s, per_notebook[s.assignment, s.notebook], course) for s in subs}
+    results: dict[tuple, Result] = journal.finished(tokens)
+    if results:
+        log.warning("resuming an interrupted run: %d of %d notebooks were graded already", len(results), len(subs))
+    todo = sorted((s for s in subs if sub_key(s) not in results), key=lambda s: (s.assignment, s.notebook, s.student))
+    bar = tqdm(
+        total=len(subs), initial=len(results), unit="notebook", desc="grading", disable=not progress, file=sys.stderr
+    )
+
+    def record(prep: Prepared, run: sb.RunResult | None) -> None:
+        key = sub_key(prep.sub)
+        if key in results:  # never twice (the cluster's bookkeeping should make this impossible)
+            log.warning("a second result for %s was ignored", key)
+            return
+        results[key] = finish_safely(prep, run, course)
+        journal.add(tokens[key], results[key])
+        bar.update()
+
+    try:
+        if client is not None:
+            from autograder import cluster
+
+            def runnable():  # prepared one at a time, as the cluster has room (the coordinator's memory stays flat)
+                for sub in todo:
+                    prep = prepare_safely(sub, course)
+                    if prep.status is not None:
+                        record(prep, None)
+                    else:
+                        yield prep
+
+            cluster.run_all(
+                client,
+                runnable(),
+                lambda prep: per_notebook[prep.sub.assignment, prep.sub.notebook],
+                record,
+                token_of=lambda prep: tokens[sub_key(prep.sub)],
+            )
+        else:
+            _grade_here(todo, course, jobs, per_notebook, record)
+    finally:
+        bar.close()
+        journal.close()
+    return [results[k] for k in sorted(results)]
+
+
+def _grade_here(subs, course: Course, jobs: int, per_notebook: dict, record) -> None:
+    """Grade ``subs`` on this machine, ``jobs`` sandboxes at a time; ``record(prep, run)`` each in this thread."""
     runs = []
     for sub in subs:
-        try:
-            prep = prepare(sub, course)
-        except GradingError:
-            raise
-        except Exception as err:  # noqa: BLE001 (whatever a file holds, it gets a result)
-            log.exception("could not prepare %s", sub_key(sub))
-            prep = prepare(dataclasses.replace(sub, path=None), course)
-            prep.status, prep.notes = "invalid notebook", [f"could not be read ({type(err).__name__}: {err})"]
+        prep = prepare_safely(sub, course)
         if prep.status is not None:
-            results[sub_key(sub)] = finish_safely(prep, None, course)
-            bar.update()
+            record(prep, None)
         else:
             runs.append(prep)
     # One notebook after another (the pool takes them in order), so that each sandbox runs a notebook's shared
@@ -585,15 +641,105 @@ def grade_all(
     try:
         futures = {pool.submit(run, prep): prep for prep in runs}
         for future in as_completed(futures):
-            prep = futures[future]
-            results[sub_key(prep.sub)] = finish_safely(prep, future.result(), course)
-            bar.update()
+            record(futures[future], future.result())
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # on Ctrl-C: no new run starts, the running ones end
         for box in boxes:
             box.close()
-        bar.close()
-    return [results[k] for k in sorted(results)]
+
+
+class Journal:
+    """The submissions of this run that are finished, one JSON line each (``COURSE/grading-journal.jsonl``), so
+    that a run that was interrupted (Ctrl-C, a kill, a lost machine) finishes the class when it is started again:
+    what the journal holds is kept, the rest is graded, nothing twice.
+
+    Why a journal and not the gradebook as the record: the gradebook holds grades of earlier runs too (and
+    formgrader scores), so it cannot tell what this run finished; and it lacks what ``grades.csv`` and the report
+    need (status, reason, failures, flags). A line counts only if it is whole (a kill mid-write leaves a torn last
+    line, which is ignored) and only for the same submission file, limits, tampering policy and course version
+    (:meth:`token`); its grades are in the gradebook already, written before the line. A kill between the two
+    only means that submission is graded again, which writes the same grades (nbgrader updates, never adds).
+    The file is removed once ``grades.csv`` and the report are written: the next run grades everything again.
+    """
+
+    NAME = "grading-journal.jsonl"
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self._file = None
+
+    @staticmethod
+    def token(sub: Submission, limits: sb.Limits, course: Course) -> str:
+        """What a journal line must match to be kept: the submitted file's bytes (or why it is missing), the
+        limits of its run, the tampering policy, the course's release notebook and the grader's code."""
+        import hashlib
+
+        from autograder import cluster
+
+        digest = hashlib.sha256()
+        if sub.path is not None and sub.path.is_file() and not sub.path.is_symlink():
+            with open(sub.path, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    digest.update(chunk)
+        else:
+            digest.update(f"missing: {sub.missing}".encode())
+        release = course.release_path(sub.assignment, sub.notebook)
+        for part in (repr(limits), course.tampered, cluster.course_version(), str(sub.timestamp), sub.timestamp_note):
+            digest.update(b"\0" + part.encode())
+        digest.update(release.read_bytes())
+        return digest.hexdigest()[:32]
+
+    def finished(self, tokens: dict[tuple, str]) -> dict[tuple, Result]:
+        """The results the journal holds for ``tokens`` (key -> token of this run's submissions)."""
+        import json
+
+        found: dict[tuple, Result] = {}
+        if self.path is None or not self.path.exists():
+            return found
+        for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True):
+            if not line.endswith("\n"):
+                continue  # torn by a kill mid-write
+            try:
+                entry = json.loads(line)
+                key = tuple(entry["key"])
+                if tokens.get(key) != entry["token"]:
+                    continue
+                data = entry["result"]
+                data["waiting"], data["flags"] = tuple(data["waiting"]), tuple(data["flags"])
+                found[key] = Result(**data)
+            except (ValueError, KeyError, TypeError):
+                continue
+        return found
+
+    def add(self, token: str, result: Result) -> None:
+        """Record ``result`` as finished: one whole line, on disk (fsync) before this returns."""
+        import json
+
+        if self.path is None:
+            return
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "a+b")  # noqa: SIM115 (kept open for the run)
+            self._file.seek(0, os.SEEK_END)
+            if self._file.tell():
+                self._file.seek(-1, os.SEEK_END)
+                if self._file.read(1) != b"\n":  # a torn last line: end it, so that it stays apart
+                    self._file.write(b"\n")
+        entry = {"key": list(result.key), "token": token, "result": dataclasses.asdict(result)}
+        self._file.write((json.dumps(entry) + "\n").encode())
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def remove(self) -> None:
+        """The run is complete: the next one starts afresh."""
+        self.close()
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
 
 
 def sub_key(sub: Submission) -> tuple[str, str, str]:
@@ -626,8 +772,16 @@ def grade(
     progress: bool = True,
     tampered: str = "zero",
     fixed: Collection[str] = (),
+    cluster: str | None = None,
+    db: str | None = None,
 ) -> list[Result]:
     """Grade the class in ``submissions`` (a folder or a zip) into ``course_dir``; see the module docstring.
+
+    ``cluster``: the address of a dask scheduler (``tcp://HOST:PORT``) whose workers run the sandboxes
+    (:mod:`autograder.cluster`; checked before anything is graded). ``db``: the gradebook's database URL
+    (``postgresql://USER:PASSWORD@HOST:PORT/DB``, or ``sqlite:///PATH``) instead of the course's ``db_url``; the
+    course's assignments and hidden tests are copied into it from the course's own gradebook. Either way a
+    scheduler or database that cannot be reached stops the run at once, nothing written.
 
     ``limits``: what a run may use, where its section's ``grading:`` block says nothing; ``fixed``: the fields
     of ``limits`` (``"deadline"``, ``"memory"``) that hold for every section, whatever its block says (the
@@ -644,12 +798,35 @@ def grade(
     if unknown:
         raise GradingError(f"fixed names limits a section may set ({', '.join(FIXABLE)}), not {unknown}")
     sb.check_available()
+    os.environ.setdefault("PGCONNECT_TIMEOUT", str(gradebook.CONNECT_TIMEOUT))  # a PostgreSQL that hangs: an error
+    if db is not None:
+        gradebook.check_database(db)
+    client = None
+    if cluster is not None:
+        from autograder import cluster as dask_cluster
+
+        client = dask_cluster.connect(cluster)
+    try:
+        if client is not None:
+            dask_cluster.preflight(client)
+        return _grade(submissions, course_dir, jobs, out, limits, feedback, progress, tampered, fixed, client, db)
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _grade(submissions, course_dir, jobs, out, limits, feedback, progress, tampered, fixed, client, db):
+    """:func:`grade` once the cluster and the database are known to work."""
     course_dir = Path(course_dir or default_course()).resolve()
     if not (course_dir / "gradebook.db").exists() and course_dir == Path(default_course()).resolve():
         from autograder import release
 
         release.release(course_dir)
-    course = Course.load(course_dir)
+    if db is not None and (course_dir / "gradebook.db").exists():  # the course's assignments and hidden tests
+        gradebook.copy_structure(f"sqlite:///{course_dir / 'gradebook.db'}", db)
+    course = load_course(course_dir)
+    if db is not None:
+        course.db_url = course.config.CourseDirectory.db_url = db
     course.tampered = tampered
     out = reports_dir(course_dir, out)
     submissions = Path(submissions).resolve()
@@ -665,7 +842,10 @@ def grade(
         root = find_root(root, course.notebooks)
         sb.check_hidden([course_dir, root, out])
         subs = discover(root, course)
-        results = grade_all(subs, course, jobs or os.cpu_count() or 1, limits or sb.Limits(), progress, fixed)
+        journal = Journal(course_dir / Journal.NAME)
+        results = grade_all(
+            subs, course, jobs or os.cpu_count() or 1, limits or sb.Limits(), progress, fixed, client, journal
+        )
     out.mkdir(parents=True, exist_ok=True)
     report.write_csv(results, out / "grades.csv")
     report.write_failures(results, out / "failures.csv")
@@ -673,7 +853,25 @@ def grade(
     report.write_report(results, out)
     if feedback:
         report.generate_feedback(course, sorted({r.assignment for r in results}), jobs or os.cpu_count() or 1)
+    journal.remove()
     return results
+
+
+def load_course(course_dir: Path) -> Course:
+    """:meth:`Course.load`, with a gradebook database that cannot be used (a PostgreSQL ``db_url`` in
+    ``nbgrader_config_local.py`` whose server is down or refuses the login) as a :class:`GradingError`."""
+    try:
+        return Course.load(course_dir)
+    except GradingError:
+        raise
+    except Exception as err:
+        if type(err).__module__.startswith("sqlalchemy"):
+            first = str(getattr(err, "orig", err)).strip().splitlines()[0]
+            raise GradingError(
+                f"cannot use the course's gradebook database ({first}): check db_url in "
+                f"{course_dir / 'nbgrader_config_local.py'} and that its server runs. Nothing was graded."
+            ) from None
+        raise
 
 
 def positive(text: str) -> float:
@@ -720,6 +918,19 @@ def main(argv=None) -> int:
         default="zero",
         help="a notebook whose locked cells were edited scores zero (default), or keeps its answers' score",
     )
+    parser.add_argument(
+        "--cluster",
+        default=None,
+        metavar="tcp://HOST:PORT",
+        help="grade on the workers of this dask scheduler (each runs the same sandbox); default: on this machine",
+    )
+    parser.add_argument(
+        "--db",
+        default=None,
+        metavar="URL",
+        help="the gradebook's database, e.g. postgresql://USER:PASSWORD@HOST:5432/DB (default: the course's "
+        "db_url, sqlite:///gradebook.db unless nbgrader_config_local.py says otherwise)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
     given = {"deadline": args.deadline, "memory": None if args.memory is None else int(args.memory * sb.GiB)}
@@ -737,6 +948,8 @@ def main(argv=None) -> int:
             not args.quiet,
             args.tampered,
             fixed=tuple(given),
+            cluster=args.cluster,
+            db=args.db,
         )
     except (GradingError, sb.SandboxUnavailable) as err:
         print(f"grade: {err}", file=sys.stderr)

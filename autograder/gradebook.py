@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import re
+import sys
 import warnings
 from typing import TYPE_CHECKING
 
@@ -134,3 +136,109 @@ def duration(seconds: float) -> str:
     if seconds < 2 * 86400:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.1f} days"
+
+
+# ---------------------------------------------------------------- the gradebook's database: SQLite or PostgreSQL
+
+#: nbgrader's tables that hold the course itself (what ``nbgrader generate_assignment`` writes: assignments,
+#: notebooks, their cells and hidden tests), in the order their foreign keys need; the other tables hold grades.
+STRUCTURE = (
+    "course",
+    "assignment",
+    "notebook",
+    "base_cell",
+    "source_cell",
+    "grade_cells",
+    "solution_cells",
+    "task_cells",
+)
+#: Seconds a PostgreSQL server may take to answer the first connection (libpq's ``PGCONNECT_TIMEOUT``).
+CONNECT_TIMEOUT = 10
+
+
+def redact(url: str) -> str:
+    """``url`` without its password, for messages."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 (a URL SQLAlchemy cannot read is shown as given, minus nothing)
+        return "<a database URL SQLAlchemy cannot read>"
+
+
+def check_database(url: str) -> None:
+    """Connect to the gradebook's database once, or raise :class:`GradingError` saying what failed and what to
+    do, before anything is graded. A server that is down, unknown or refuses the login fails within
+    :data:`CONNECT_TIMEOUT` seconds (libpq's ``PGCONNECT_TIMEOUT``, unless set already)."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from autograder.nbcourse import GradingError
+
+    try:
+        parsed = make_url(url)
+    except Exception as err:  # noqa: BLE001
+        raise GradingError(
+            f"{url!r} is not a database URL ({err}): give sqlite:///PATH or postgresql://USER:PASSWORD@HOST:PORT/DB. "
+            "Nothing was graded."
+        ) from None
+    if parsed.get_backend_name() == "sqlite":
+        return
+    if parsed.get_backend_name() != "postgresql":
+        raise GradingError(
+            f"the gradebook must be SQLite or PostgreSQL, not {parsed.get_backend_name()} ({redact(url)}). "
+            "Nothing was graded."
+        )
+    os.environ.setdefault("PGCONNECT_TIMEOUT", str(CONNECT_TIMEOUT))
+    engine = create_engine(url)
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("select 1"))
+    except Exception as err:  # noqa: BLE001 (down, unknown host, wrong password, no such database...)
+        first = str(getattr(err, "orig", err)).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise GradingError(
+            f"cannot use the gradebook database {redact(url)}: {first}. Check that the server is running and that "
+            "the user, password and database in the URL are right (--db, or db_url in nbgrader_config_local.py). "
+            "Nothing was graded; the submissions and the grades already in the gradebook are untouched."
+        ) from None
+    finally:
+        engine.dispose()
+
+
+def copy_structure(source_url: str, target_url: str) -> int:
+    """Copy the course's assignments, notebooks, cells and hidden tests (:data:`STRUCTURE`) from the gradebook at
+    ``source_url`` (the SQLite one ``make release`` writes) into the one at ``target_url`` (e.g. PostgreSQL),
+    creating nbgrader's tables there if needed: rows the target lacks are added, rows it has are updated (a new
+    release changes its hidden tests); grades, students and submissions in the target are kept. Returns the rows
+    written. One transaction: a failure leaves the target as it was."""
+    from nbgrader.api import Base, Gradebook
+    from sqlalchemy import create_engine, select
+
+    # nbgrader creates its tables on first use and stamps them with the version of its migrations, which it asks
+    # the ``alembic`` command for: the one beside this interpreter (make runs us without the venv on PATH).
+    here = os.path.dirname(sys.executable)
+    if here not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = here + os.pathsep + os.environ.get("PATH", "")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        Gradebook(target_url).close()
+    tables = [t for t in Base.metadata.sorted_tables if t.name in STRUCTURE]
+    source, target = create_engine(source_url), create_engine(target_url)
+    written = 0
+    try:
+        with source.connect() as src, target.begin() as dst:
+            for table in tables:
+                key = [c.name for c in table.primary_key.columns]
+                have = {tuple(row) for row in dst.execute(select(*table.primary_key.columns))}
+                for row in src.execute(select(table)).mappings():
+                    values = dict(row)
+                    if tuple(values[k] for k in key) in have:
+                        clause = [table.c[k] == values[k] for k in key]
+                        dst.execute(table.update().where(*clause).values(values))
+                    else:
+                        dst.execute(table.insert().values(values))
+                    written += 1
+    finally:
+        source.dispose()
+        target.dispose()
+    return written
