@@ -256,3 +256,50 @@ def test_works_cited_for_these_claims_are_in_the_bibliography(slug, key, label):
     text = prose(slug)
     assert key in text or f"[{label}](" in text, f"{slug} no longer cites {label} ({key})"
     assert re.search(r"^@\w+\{" + re.escape(key) + ",", (ROOT / "references.bib").read_text(), re.M), key
+
+
+# ----------------------------------------------------------------------------- 11.6 self-attention and positions
+
+SELF_ATTENTION = "self-attention-and-positional-encoding"
+
+
+def test_cnn_path_lengths_quoted_for_a_kernel_of_five_are_the_figures_own():
+    """'... layers, O(n/k): 4, 32 and 256 for k = 5': the convolution's path for the cell's n = 8, 64, 512, as the
+    paths figure counts it and as the closed form ceil((n - 1) / floor(k / 2)) gives it."""
+    from qkv.figures import self_attention_and_positional_encoding as figures
+
+    found = re.search(r"O\(n/k\)\$: (\d+), (\d+) and (\d+) for \$k = (\d+)\$", prose(SELF_ATTENTION))
+    assert found, "the prose no longer quotes the CNN's path lengths ('4, 32 and 256 for $k = 5$'): update this test"
+    *quoted, k = (int(g) for g in found.groups())
+    for n, said in zip((8, 64, 512), quoted, strict=True):
+        steps = figures.path_lengths(n, k=k)["CNN"][1]
+        assert steps == math.ceil((n - 1) / (k // 2)) == said, f"n = {n}: prose says {said}, the figure counts {steps}"
+        assert (
+            figures.path_lengths(n, k=k)["RNN"][1] == n - 1 and figures.path_lengths(n, k=k)["self-attention"][1] == 1
+        )
+
+
+def test_sinusoidal_frequencies_fall_from_one_to_about_one_ten_thousandth():
+    """'the frequencies fall geometrically from 1 to about 1/10000': the reference table's column pairs, read back
+    as frequencies (the angle of the first position), at the d = 32 of the section's figures."""
+    from qkv.positional import PositionalEncoding
+
+    text = prose(SELF_ATTENTION)
+    assert "fall geometrically from 1 to about $1/10000$" in text, "the prose no longer says how the frequencies fall"
+    d = 32
+    P = PositionalEncoding(d, dropout=0.0).P[0].double()  # (max_len, d)
+    omegas = torch.atan2(P[1, 0::2], P[1, 1::2])  # position 1: sin and cos of omega_j, so the angle is omega_j
+    assert omegas[0].item() == pytest.approx(1.0)
+    ratios = omegas[1:] / omegas[:-1]
+    assert torch.allclose(ratios, ratios[0].expand_as(ratios), rtol=1e-4), "a geometric sequence"
+    assert 1e-4 < omegas[-1].item() < 3e-4, f"the lowest frequency is {omegas[-1].item():.2e}, not about 1/10000"
+
+
+def test_the_permutation_figure_shows_the_first_twelve_of_the_hundred_features():
+    """'(the heatmaps show the first 12 of the 100 features)': the cell slices 12 features of D2L's 100 hidden units."""
+    text = prose(SELF_ATTENTION)
+    shown = number_after(text, r"the first (\d+) of the \d+ features", "how many features the heatmaps show")
+    total = number_after(text, r"the first \d+ of the (\d+) features", "how many features a token has")
+    cells = " ".join(c.source for c in nbs.read(section(SELF_ATTENTION).path).cells if c.cell_type == "code")
+    assert f"slice(0, {int(shown)})" in cells, "the permutation cell shows another number of features"
+    assert f"num_hiddens, num_heads = {int(total)}," in cells, "the section's attention has another width"
