@@ -144,11 +144,20 @@ def grading_limits(metadata) -> dict:
     return dict(block)
 
 
+#: Pages of the chapter that are not sections: notebooks without exercises, no nbgrader assignment and no files
+#: named after them; their figures are the package ``qkv.figures.<CHAPTER_FIGURES>``, one module per panel.
+CHAPTER_PAGES = ("chapter-at-a-glance", "chapter-at-a-glance-zh")
+CHAPTER_FIGURES = "chapter"
+
+
 def sections(root: Path = ROOT) -> list[Section]:
-    """The graded section notebooks, in the order of ``_toc.yml``: pages that are notebooks with nbgrader cells."""
+    """The graded section notebooks, in the order of ``_toc.yml``: pages that are notebooks with nbgrader cells
+    (never the :data:`CHAPTER_PAGES`)."""
     out = []
     for name in nbs.toc_files(root / "_toc.yml"):
         path = root / f"{name}.md"
+        if Path(name).name in CHAPTER_PAGES:
+            continue
         if path.exists() and nbs.is_notebook_source(path) and any(nbs.role(c) != "plain" for c in nbs.read(path).cells):
             out.append(Section(slug=Path(name).name, root=root))
     return out

@@ -119,6 +119,10 @@ def build(edition: str, strict: bool = False, out: Path | None = None, quiet: bo
     env.setdefault("QKV_DATA_DIR", str((ROOT.parent / "shared" / "data").resolve()))
     env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     env["QKV_BOOK_BUILD"] = "1"  # widgets render as static figures in the book (qkv.widgets)
+    # The chapter-at-a-glance poster, linked from that page; redrawn only when qkv changed (publish/poster.py).
+    poster = [sys.executable, "-m", "publish.poster", str(src / "book" / "_poster")]
+    if subprocess.run(poster, env=env, cwd=ROOT).returncode:
+        raise SystemExit("[book] the poster (publish/poster.py) failed; see the log above")
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(src), "--path-output", str(out)]
     if strict:
         cmd += ["-W", "-n", "--keep-going"]
