@@ -1,15 +1,158 @@
-"""The figures of D2L 11.9, Large-Scale Pretraining with Transformers; ``glance()`` opens the section."""
+"""The figures of D2L 11.9, Large-Scale Pretraining with Transformers; ``glance()`` opens the section.
+
+- :func:`glance`: the attention masks of the three families (and the prefix LM), queries down, keys across;
+- :data:`MODEL_SCALES` and :func:`plot_model_scales`: published models' parameters and training tokens;
+- :func:`plot_perplexity` and :func:`plot_scaling`: the section's experiments.
+"""
 
 from __future__ import annotations
 
+import math
+
 import matplotlib.pyplot as plt
+from matplotlib.colors import ListedColormap
+
+from qkv import pretraining
+
+__all__ = ["glance", "MODEL_SCALES", "model_scale_rows", "plot_model_scales", "plot_scaling", "plot_perplexity"]
+
+_KEEP = ListedColormap(["#f4f4f4", "#2c7fb8"])
 
 
-def glance():
-    """D2L 11.9 at a glance (replace with the section's own summary drawing)."""
-    fig, ax = plt.subplots(figsize=(4, 2.5))
-    xs = [i / 10 for i in range(-20, 21)]
-    ax.plot(xs, [x * x for x in xs])
-    ax.set_xlabel("x")
-    ax.set_ylabel("x squared")
+def _mask_panel(ax, mask, title, xlabel="keys", ylabel="queries", split=None):
+    ax.imshow(mask.int().numpy(), cmap=_KEEP, vmin=0, vmax=1)
+    Q, K = mask.shape
+    ax.set_xticks(range(K))
+    ax.set_yticks(range(Q))
+    ax.tick_params(labelsize=7, length=0)
+    ax.set_xticks([k - 0.5 for k in range(K + 1)], minor=True)
+    ax.set_yticks([q - 0.5 for q in range(Q + 1)], minor=True)
+    ax.grid(which="minor", color="white", lw=1.5)
+    if split is not None:
+        ax.axvline(split - 0.5, color="#c0392b", lw=1.5, ls="--")
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel(xlabel, fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=8)
+
+
+def glance(T=6, valid_len=5, prefix_len=3, T_tgt=4):
+    """D2L 11.9 at a glance: who may attend to whom in BERT, T5 and GPT, and in a prefix LM.
+
+    Five boolean masks (blue: the query in the row may attend to the key in the column) built by
+    :mod:`qkv.pretraining`: BERT's bidirectional mask over a sequence of ``valid_len`` tokens padded to ``T``; T5's
+    decoder self-attention (causal, ``T_tgt`` outputs) and cross-attention (every output on every valid input);
+    GPT's causal mask; a prefix LM's mask with a prefix of ``prefix_len``. Returns the figure.
+    """
+    enc, dec, cross = pretraining.encoder_decoder_masks(T, T_tgt, [valid_len])
+    panels = [
+        (pretraining.bidirectional_mask(T, [valid_len])[0], "encoder-only (BERT)\nbidirectional, 1 pad", {}),
+        (dec, "encoder-decoder (T5)\ndecoder: causal", {}),
+        (cross[0], "encoder-decoder (T5)\ncross: all inputs", {"xlabel": "input keys", "ylabel": "output queries"}),
+        (pretraining.causal_mask(T), "decoder-only (GPT)\ncausal", {}),
+        (pretraining.prefix_lm_mask(T, prefix_len), f"prefix LM\nprefix of {prefix_len}", {"split": prefix_len}),
+    ]
+    fig, axes = plt.subplots(1, len(panels), figsize=(10, 2.6))
+    for ax, (mask, title, kw) in zip(axes, panels):
+        _mask_panel(ax, mask, title, **kw)
+    fig.tight_layout()
+    return fig
+
+
+#: Published models: (name, family, parameters, training tokens or None, source). Tokens are those seen in
+#: pretraining (steps x batch x sequence length where the paper gives them), not the size of the corpus.
+MODEL_SCALES = (
+    ("BERT-large", "encoder-only", 340e6, 131e9, "Devlin et al. (2019): 1M steps x 256 x 512 tokens"),
+    ("RoBERTa-large", "encoder-only", 355e6, 2.1e12, "Liu et al. (2019): 500K steps x 8K x 512 tokens"),
+    ("T5-11B", "encoder-decoder", 11e9, 1e12, "Raffel et al. (2020): about 1 trillion tokens (2^11 x 512 x 1M)"),
+    ("GPT-2", "decoder-only", 1.5e9, None, "Radford et al. (2019): WebText, 40 GB of text; tokens not stated"),
+    ("GPT-3", "decoder-only", 175e9, 300e9, "Brown et al. (2020): 300 billion tokens"),
+    ("Chinchilla", "decoder-only", 70e9, 1.4e12, "Hoffmann et al. (2022): 1.4 trillion tokens"),
+    ("PaLM", "decoder-only", 540e9, 780e9, "Chowdhery et al. (2022): 780 billion tokens"),
+)
+
+
+def model_scale_rows():
+    """:data:`MODEL_SCALES` as dicts with ``tokens_per_param`` (None where the tokens are not published)."""
+    return [
+        dict(name=n, family=f, params=p, tokens=t, tokens_per_param=None if t is None else t / p, source=s)
+        for n, f, p, t, s in MODEL_SCALES
+    ]
+
+
+_FAMILY_COLOR = {"encoder-only": "#2c7fb8", "encoder-decoder": "#f39c12", "decoder-only": "#c0392b"}
+
+
+def plot_model_scales(rows=None, ours=None):
+    """Training tokens against parameters, log-log, with the lines of 1 and 20 tokens per parameter (Chinchilla's
+    compute-optimal ratio is about 20). ``ours``: optional ``(name, params, tokens)`` of the section's own model."""
+    rows = model_scale_rows() if rows is None else rows
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for r in rows:
+        if r["tokens"] is None:
+            continue
+        ax.scatter(r["params"], r["tokens"], color=_FAMILY_COLOR[r["family"]], zorder=3)
+        ax.annotate(
+            f"{r['name']}\n{r['tokens_per_param']:.0f} tok/param",
+            (r["params"], r["tokens"]),
+            fontsize=7,
+            xytext=(4, -10),
+            textcoords="offset points",
+        )
+    if ours is not None:
+        name, p, t = ours
+        ax.scatter(p, t, color="k", marker="*", s=80, zorder=3)
+        ax.annotate(f"{name}\n{t / p:.0f} tok/param", (p, t), fontsize=7, xytext=(4, -10), textcoords="offset points")
+    xs = [1e4, 1e12]
+    for ratio, style in ((1, ":"), (20, "--")):
+        ax.plot(xs, [ratio * x for x in xs], style, color="0.5", lw=1, label=f"{ratio} token(s) per parameter")
+    for fam, color in _FAMILY_COLOR.items():
+        ax.scatter([], [], color=color, label=fam)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(3e4, 2e12)
+    ax.set_ylim(1e6, 1e13)
+    ax.set_xlabel("parameters")
+    ax.set_ylabel("training tokens")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_scaling(rows, a, alpha):
+    """Held-out loss against non-embedding parameters (log-log) with the fitted power law ``a * P ** -alpha``."""
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    P = [r["params"] for r in rows]
+    L = [r["val_loss"] for r in rows]
+    ax.scatter(P, L, color="#c0392b", zorder=3, label="our GPTs (one budget of tokens)")
+    for r in rows:
+        ax.annotate(
+            f"N={r['num_hiddens']}, L={r['num_blks']}",
+            (r["params"], r["val_loss"]),
+            fontsize=7,
+            xytext=(4, 4),
+            textcoords="offset points",
+        )
+    lo, hi = min(P) / 1.5, max(P) * 1.5
+    xs = [lo * (hi / lo) ** (i / 50) for i in range(51)]
+    ax.plot(xs, [a * x**-alpha for x in xs], "--", color="0.3", label=rf"fit: ${a:.2f}\,P^{{-{alpha:.3f}}}$")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("non-embedding parameters P")
+    ax.set_ylabel("held-out loss (nats per character)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_perplexity(table):
+    """Bars of held-out perplexity, one per model: ``table`` is a list of (name, perplexity)."""
+    fig, ax = plt.subplots(figsize=(5, 2.6))
+    names = [n for n, _ in table]
+    values = [p for _, p in table]
+    ax.barh(names, values, color=["0.6", "#f39c12", "#c0392b"][: len(values)])
+    for i, v in enumerate(values):
+        ax.text(v + 0.1, i, f"{v:.2f}", va="center", fontsize=8)
+    ax.set_xlim(0, max(values) * 1.2 if values and math.isfinite(max(values)) else 1)
+    ax.set_xlabel("held-out perplexity (characters; lower is better)")
+    fig.tight_layout()
     return fig

@@ -1,0 +1,39 @@
+# Hidden: T = 7, B = 4 with a zero and a full length, against masks built by loops; bool dtype; no call to qkv's
+# masks; the masks follow valid_lens to its device ('meta': nothing is computed, no value is read).
+_Tn, _lens = 7, [0, 7, 3, 5]
+_L = _T.tensor(_lens)  # (B,)
+with checks.forbid_reference(bidirectional_mask, (_qp, "bidirectional_mask"), (_qp, "causal_mask")):
+    with checks.forbid_reference(causal_mask, (_qp, "bidirectional_mask"), (_qp, "causal_mask")):
+        _bi, _ca = bidirectional_mask(_Tn), causal_mask(_Tn)
+        _bi_l, _ca_l = bidirectional_mask(_Tn, _L), causal_mask(_Tn, _L)
+for _name, _x in [
+    ("bidirectional_mask(7)", _bi),
+    ("causal_mask(7)", _ca),
+    ("bidirectional_mask(7, valid_lens)", _bi_l),
+    ("causal_mask(7, valid_lens)", _ca_l),
+]:
+    _is_tensor(_x, f"{_name} (hidden)", (_T.bool,), "return the comparison itself, a bool tensor")
+checks.check_close(
+    _ca,
+    _loop_mask(_Tn, _Tn, lambda i, j: j <= i),
+    "causal_mask(7) (hidden)",
+    hint="mask[i, j] = j <= i: rows are queries, the diagonal included",
+)
+checks.check_close(_bi, _loop_mask(_Tn, _Tn, lambda i, j: True), "bidirectional_mask(7) (hidden)")
+_want_bi = _T.stack([_loop_mask(_Tn, _Tn, lambda i, j, L=L: j < L) for L in _lens])  # (B, T, T)
+_want_ca = _T.stack([_loop_mask(_Tn, _Tn, lambda i, j, L=L: j <= i and j < L) for L in _lens])  # (B, T, T)
+checks.check_close(
+    _bi_l,
+    _want_bi,
+    "bidirectional_mask(7, [0, 7, 3, 5]) (hidden)",
+    hint="keys (columns) at or past the length are masked for every query",
+)
+checks.check_close(_ca_l, _want_ca, "causal_mask(7, [0, 7, 3, 5]) (hidden)", hint="j <= i and j < valid_lens[b]")
+_meta = _T.tensor(_lens).to("meta")
+for _name, _fn in [("bidirectional_mask", bidirectional_mask), ("causal_mask", causal_mask)]:
+    _dev = _fn(_Tn, _meta).device.type
+    checks.check_true(
+        _dev == "meta",
+        f"{_name}(T, valid_lens on 'meta') is on 'meta' (got {_dev!r}; hidden)",
+        hint="make every tensor on valid_lens.device",
+    )

@@ -1,0 +1,84 @@
+# Hidden: V = 50 with 5 special ids (mask id 3), 64 x 300 tokens of which about 10% special, seed 2024; the rates
+# against their expectations with tolerances of 3.5 to 4 standard deviations: 15% chosen, and among the chosen
+# 80% <mask>, 10% random (drawn uniformly from the ordinary ids, so 1 in 45 equals the original) and 10% kept;
+# the random draws reach many ids; the generator alone decides the result.
+_g = _T.Generator().manual_seed(2024)
+_tok = _T.randint(5, 50, (64, 300), generator=_g)
+_spec = _T.rand(64, 300, generator=_g) < 0.1  # (B, T)
+_tok = _T.where(_spec, _T.randint(0, 5, (64, 300), generator=_g), _tok)
+_special = _tok < 5
+_kept_tok = _tok.clone()
+with checks.forbid_reference(mask_tokens, (_qc, "mask_tokens")):
+    _inp, _lab = mask_tokens(_tok, 3, 50, 5, generator=_T.Generator().manual_seed(7))
+    _inp2, _lab2 = mask_tokens(_tok, 3, 50, 5, generator=_T.Generator().manual_seed(7))
+checks.check_close(
+    _tok,
+    _kept_tok,
+    "tokens after the call (hidden)",
+    atol=0,
+    rtol=0,
+    hint="build new tensors; do not write into tokens",
+)
+_is_tensor(_inp, "inputs (hidden)", (_T.long,), "long token ids")
+_is_tensor(_lab, "labels (hidden)", (_T.long,), "long labels, -100 where not chosen")
+checks.check_shape(_inp, (64, 300), "inputs (hidden)")
+checks.check_true(
+    bool((_inp == _inp2).all()) and bool((_lab == _lab2).all()),
+    "the same generator state gives the same result (hidden)",
+    hint="draw every random number with generator=generator",
+)
+_ch = (_lab != -100).tolist()
+_t, _i, _l = _tok.tolist(), _inp.tolist(), _lab.tolist()
+_n_ord = _n_ch = _n_mask = _n_same = _n_rand = 0
+_rand_ids = set()
+for _b in range(64):
+    for _s in range(300):
+        _tt, _ii, _ll, _c = _t[_b][_s], _i[_b][_s], _l[_b][_s], _ch[_b][_s]
+        if _tt < 5:
+            checks.check_true(
+                not _c and _ii == _tt,
+                "special tokens are never chosen or changed (hidden)",
+                hint="ids < num_special are special",
+            )
+            continue
+        _n_ord += 1
+        if not _c:
+            checks.check_true(
+                _ii == _tt and _ll == -100,
+                "a token that is not chosen stays, label -100 (hidden)",
+                hint="the 80/10/10 rule applies to chosen tokens only; labels only there",
+            )
+            continue
+        checks.check_true(_ll == _tt, "a chosen token's label is the original token (hidden)")
+        _n_ch += 1
+        if _ii == 3:
+            _n_mask += 1
+        elif _ii == _tt:
+            _n_same += 1
+        else:
+            _n_rand += 1
+            _rand_ids.add(_ii)
+            checks.check_true(
+                5 <= _ii < 50,
+                "random replacements are ordinary ids (hidden)",
+                hint="torch.randint(num_special, vocab_size, ...)",
+            )
+
+
+def _near(count, total, p, what, hint):
+    sd = _math.sqrt(p * (1 - p) / total)
+    got = count / total
+    checks.check_true(
+        abs(got - p) <= 4 * sd, f"{what}: {got:.4f}, expected {p:.4f} +- {4 * sd:.4f} (hidden)", hint=hint
+    )
+
+
+_near(_n_ch, _n_ord, 0.15, "share of ordinary tokens chosen", "choose each with probability 0.15")
+_near(_n_mask, _n_ch, 0.8, "share of chosen tokens made <mask>", "u < 0.8: <mask>")
+_near(_n_rand, _n_ch, 0.1 * 44 / 45, "share of chosen tokens replaced by another token", "0.8 <= u < 0.9")
+_near(_n_same, _n_ch, 0.1 + 0.1 / 45, "share of chosen tokens left unchanged", "0.9 <= u: unchanged")
+checks.check_true(
+    len(_rand_ids) >= 35,
+    f"random replacements reach {len(_rand_ids)} of the 45 ordinary ids (hidden)",
+    hint="draw uniformly from [num_special, vocab_size)",
+)

@@ -1,0 +1,14 @@
+# Hidden: random corpora of L = 1000, 21 and 6 tokens with T = 7, 5 and 5, against windows cut by a loop.
+_g = _T.Generator().manual_seed(42)
+for _L, _Tn in [(1000, 7), (21, 5), (6, 5)]:
+    _c = _T.randint(0, 28, (_L,), generator=_g)
+    _n = (_L - 1) // _Tn
+    _cl = _c.tolist()
+    _X = _T.tensor([_cl[i * _Tn : i * _Tn + _Tn] for i in range(_n)])  # (n, T)
+    _Y = _T.tensor([_cl[i * _Tn + 1 : i * _Tn + _Tn + 1] for i in range(_n)])  # (n, T)
+    _gx, _gy = next_token_pairs(_c, _Tn)
+    checks.check_shape(_gx, (_n, _Tn), f"X (hidden, L = {_L}, T = {_Tn})", hint="n = (L - 1) // T windows")
+    checks.check_close(_gx, _X, f"X (hidden, L = {_L}, T = {_Tn})", atol=0, rtol=0, hint="non-overlapping windows")
+    checks.check_close(
+        _gy, _Y, f"Y (hidden, L = {_L}, T = {_Tn})", atol=0, rtol=0, hint="Y[i] = corpus[i*T + 1 : i*T + T + 1]"
+    )

@@ -1,0 +1,44 @@
+# Hidden: 40 random noise patterns (any spans, at either end, long and short) over T = 1 to 30 with arbitrary
+# sentinel ids, against a reference that walks the tokens; one more sentinel given than needed.
+_g = _T.Generator().manual_seed(911)
+
+
+def _ref_example(tokens, noise, sentinels):
+    inp, tgt, k = [], [], 0
+    for t, (x, z) in enumerate(zip(tokens, noise)):
+        if z and (t == 0 or not noise[t - 1]):
+            inp.append(sentinels[k])
+            tgt.append(sentinels[k])
+            k += 1
+        (tgt if z else inp).append(x)
+    return inp, tgt + [sentinels[k]]
+
+
+with checks.forbid_reference(spans_to_example, (_qc, "corrupt_spans")):
+    for _case in range(40):
+        _Tn = int(_T.randint(1, 31, (1,), generator=_g))
+        _tok = _T.randint(0, 500, (_Tn,), generator=_g)
+        _noise = _T.rand(_Tn, generator=_g) < float(_T.rand(1, generator=_g)) * 0.8
+        _S = _runs(_noise.tolist())
+        _sent = (_T.rand(50, generator=_g).argsort()[: _S + 2] + 1000).tolist()
+        _wi, _wt = _ref_example(_tok.tolist(), _noise.tolist(), _sent)
+        _gi, _gt = spans_to_example(_tok, _noise, _sent)
+        _is_tensor(_gi, "inputs (hidden)", (_T.long,), "long tensors")
+        _is_tensor(_gt, "targets (hidden)", (_T.long,), "long tensors")
+        _what = f"(hidden, T = {_Tn}, {_S} spans, noise at {_noise.nonzero().flatten().tolist()})"
+        checks.check_close(
+            _gi,
+            _T.tensor(_wi),
+            f"inputs {_what}",
+            atol=0,
+            rtol=0,
+            hint="one sentinel per span, sentinel_ids[k] for span k",
+        )
+        checks.check_close(
+            _gt,
+            _T.tensor(_wt),
+            f"targets {_what}",
+            atol=0,
+            rtol=0,
+            hint="sentinel k then span k's tokens, for each k; then sentinel S",
+        )

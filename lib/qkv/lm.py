@@ -1,0 +1,312 @@
+"""Small character language models on *The Time Machine*, trained in CPU seconds (D2L 11.9).
+
+Section 11.9 argues that a decoder-only Transformer trained to predict the next token is a general model of
+text, and that its loss falls as a power law of its size. This module makes both claims something a CPU can show:
+
+- :class:`CharLMData`: the book as characters, the first 90% for training (windows of ``num_steps + 1``
+  characters every ``stride`` characters, the label the input shifted by one), the last 10% held out as
+  non-overlapping windows, so that every held-out character is predicted exactly once;
+- three models of the same data: :class:`BigramLM` (counts of character pairs, add-one smoothing, no training),
+  :class:`GRULM` (D2L 9's recurrent model) and :class:`qkv.pretraining.DecoderOnlyLM` (a small GPT);
+- recipes that train through :func:`qkv.trained.fit_or_load`, so every later run loads the weights:
+  :func:`train_gpt`, :func:`train_gru` (a GRU with about the GPT's parameter count, trained for about the same
+  CPU seconds) and :func:`scaling_study` (five GPT sizes, one training budget in tokens);
+- :func:`perplexity` on the held-out windows, :func:`fit_power_law` for the scaling fit, and
+  :func:`next_token_distribution` (temperature and top-k) for the samples and the explorer.
+
+Shape letters: B batch, T = num_steps, V vocabulary, N hidden units.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from qkv.data.timemachine import load_corpus
+from qkv.pretraining import DecoderOnlyLM, GPTConfig
+
+__all__ = [
+    "CharLMData",
+    "BigramLM",
+    "GRULM",
+    "GRUConfig",
+    "count_parameters",
+    "gru_hiddens_for",
+    "perplexity",
+    "next_token_distribution",
+    "fit_power_law",
+    "GPT_CONFIG",
+    "GPT_EPOCHS",
+    "GRU_EPOCHS",
+    "SCALING_SIZES",
+    "SCALING_EPOCHS",
+    "train_gpt",
+    "train_gru",
+    "scaling_study",
+    "warm",
+]
+
+
+class CharLMData:
+    """Characters of *The Time Machine*, split into training and held-out text (D2L 9.3, 11.9).
+
+    ``CharLMData(num_steps=64, batch_size=32, stride=16, val_fraction=0.1)``: ``corpus`` and ``vocab`` as
+    :func:`qkv.data.load_corpus` gives them; the first ``1 - val_fraction`` of the characters train, as windows
+    starting every ``stride`` characters; the rest is cut into non-overlapping windows of ``num_steps + 1``.
+    ``X`` (n, T) and ``Y`` (n, T) are the training inputs and labels, ``X_val`` and ``Y_val`` the held-out ones.
+    """
+
+    def __init__(self, num_steps=64, batch_size=32, stride=16, val_fraction=0.1, data_dir=None):
+        for name, value in (("num_steps", num_steps), ("batch_size", batch_size), ("stride", stride)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if not 0.0 < val_fraction < 1.0:
+            raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction!r}")
+        self.num_steps, self.batch_size, self.stride, self.val_fraction = num_steps, batch_size, stride, val_fraction
+        self.corpus, self.vocab = load_corpus("char", data_dir)
+        ids = torch.tensor(self.corpus)  # (L,)
+        split = int(len(ids) * (1 - val_fraction))
+        train, held = ids[:split], ids[split:]
+        if len(held) < num_steps + 1 or len(train) < num_steps + 1:
+            raise ValueError(f"num_steps = {num_steps} is too long for a split of {len(ids)} characters")
+        windows = train.unfold(0, num_steps + 1, stride)  # (n, T + 1)
+        self.X, self.Y = windows[:, :-1], windows[:, 1:]  # (n, T), (n, T)
+        held_windows = held.unfold(0, num_steps + 1, num_steps)  # (m, T + 1), consecutive windows share one char
+        self.X_val, self.Y_val = held_windows[:, :-1], held_windows[:, 1:]  # (m, T), (m, T)
+
+    def _loader(self, X, Y, train: bool):
+        dataset = torch.utils.data.TensorDataset(X, Y)
+        return torch.utils.data.DataLoader(dataset, self.batch_size, shuffle=train)
+
+    def train_dataloader(self):
+        """Shuffled batches ``(X (B, T), Y (B, T))`` of the training windows."""
+        return self._loader(self.X, self.Y, True)
+
+    def val_dataloader(self):
+        """Batches of the held-out windows, in order."""
+        return self._loader(self.X_val, self.Y_val, False)
+
+    def encode(self, text: str) -> torch.Tensor:
+        """Token ids (T,) of ``text``, lower-cased; characters outside the vocabulary are an error."""
+        text = text.lower()
+        unknown = sorted({c for c in text if c not in self.vocab.token_to_idx})
+        if unknown:
+            raise ValueError(f"characters {unknown} are not in the vocabulary (lowercase letters and space)")
+        return torch.tensor([self.vocab[c] for c in text], dtype=torch.long)
+
+    def decode(self, ids) -> str:
+        """The characters of token ids."""
+        return "".join(self.vocab.to_tokens([int(i) for i in ids]))
+
+
+class BigramLM(nn.Module):
+    """A count-based bigram model: P(next = b | current = a) from pair counts with add-``alpha`` smoothing.
+
+    ``BigramLM.fit(X, Y, V)`` counts every pair (X[i, t], Y[i, t]); ``forward(X)`` (B, T) returns the logits
+    (B, T, V), the log probabilities of the next character given the current one (D2L 9.3.2).
+    """
+
+    def __init__(self, counts: torch.Tensor, alpha: float = 1.0):
+        super().__init__()
+        probs = (counts + alpha) / (counts + alpha).sum(dim=1, keepdim=True)  # (V, V): rows sum to 1
+        self.register_buffer("log_probs", probs.log())
+
+    @classmethod
+    def fit(cls, X: torch.Tensor, Y: torch.Tensor, vocab_size: int, alpha: float = 1.0) -> BigramLM:
+        pairs = X.reshape(-1) * vocab_size + Y.reshape(-1)  # (n * T,): one index per (current, next) pair
+        counts = torch.bincount(pairs, minlength=vocab_size * vocab_size).reshape(vocab_size, vocab_size).double()
+        return cls(counts, alpha)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        return self.log_probs[X].float()  # (B, T) -> (B, T, V)
+
+
+@dataclass
+class GRUConfig:
+    """A GRU language model: an embedding of ``num_embed``, one GRU layer of ``num_hiddens``, a linear head."""
+
+    vocab_size: int
+    num_hiddens: int = 128
+    num_embed: int = 64
+    lr: float = 3e-3
+
+
+class GRULM(nn.Module):
+    """Embedding, a one-layer GRU and a linear head to the vocabulary (D2L 10.2): (B, T) -> logits (B, T, V)."""
+
+    def __init__(self, config: GRUConfig):
+        super().__init__()
+        self.config = config
+        self.embedding = nn.Embedding(config.vocab_size, config.num_embed)
+        self.rnn = nn.GRU(config.num_embed, config.num_hiddens, batch_first=True)
+        self.head = nn.Linear(config.num_hiddens, config.vocab_size)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        H, _ = self.rnn(self.embedding(X))  # (B, T, E) -> (B, T, N)
+        return self.head(H)  # (B, T, N) -> (B, T, V)
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=self.config.lr)
+
+
+def count_parameters(model: nn.Module, non_embedding: bool = False) -> int:
+    """Number of distinct parameters (a tied weight once). With ``non_embedding``, the token and position
+    embeddings are left out, as Kaplan et al. (2020) count a model's size."""
+    seen, total = set(), 0
+    for name, p in model.named_parameters():
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        if non_embedding and ("token_embedding" in name or "pos_embedding" in name):
+            continue
+        total += p.numel()
+    return total
+
+
+def gru_hiddens_for(target: int, vocab_size: int, num_embed: int = 64) -> int:
+    """The GRU width whose :class:`GRULM` has the parameter count closest to ``target``."""
+
+    def size(h):  # embedding, 3 gates (input and hidden weights, two biases each), head
+        return vocab_size * num_embed + 3 * (num_embed * h + h * h + 2 * h) + h * vocab_size + vocab_size
+
+    return min(range(1, 2048), key=lambda h: abs(size(h) - target))
+
+
+@torch.no_grad()
+def perplexity(model: nn.Module, data: CharLMData) -> float:
+    """exp of the mean cross-entropy over every held-out character (D2L 9.3.2), the model in eval mode."""
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    for X, Y in data.val_dataloader():
+        logits = model(X)  # (B, T, V)
+        V = logits.shape[-1]
+        total += F.cross_entropy(logits.reshape(-1, V).double(), Y.reshape(-1), reduction="sum").item()
+        count += Y.numel()
+    model.train(was_training)
+    return math.exp(total / count)
+
+
+def next_token_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k=None) -> torch.Tensor:
+    """The sampling distribution of the next token: softmax(logits / temperature) over the ``top_k`` largest
+    logits (all if None), 0 elsewhere (D2L 11.9.3). ``logits`` (..., V) -> probabilities (..., V)."""
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    scaled = logits / temperature  # (..., V)
+    if top_k is not None and top_k < logits.shape[-1]:
+        kth = torch.topk(scaled, top_k, dim=-1).values[..., -1:]  # (..., k) -> (..., 1)
+        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+    return torch.softmax(scaled, dim=-1)  # (..., V)
+
+
+def fit_power_law(sizes, losses) -> tuple[float, float]:
+    """Least squares in log-log space: ``loss ~ a * size ** (-alpha)``; returns ``(a, alpha)`` (Kaplan et al.)."""
+    x = torch.tensor([math.log(s) for s in sizes], dtype=torch.float64)
+    y = torch.tensor([math.log(v) for v in losses], dtype=torch.float64)
+    if len(x) < 2:
+        raise ValueError("a power law needs at least two (size, loss) points")
+    A = torch.stack([torch.ones_like(x), x], dim=1)  # (n, 2)
+    coef = torch.linalg.lstsq(A, y[:, None]).solution[:, 0]  # (2, 1) -> (2,)
+    return math.exp(coef[0].item()), -coef[1].item()
+
+
+#: The section's GPT: 64 hidden units, 4 heads, 2 blocks, context 64 (our choice, sized for a CPU).
+GPT_CONFIG = dict(num_hiddens=64, num_heads=4, num_blks=2, ffn_num_hiddens=256, dropout=0.0, max_len=64, lr=3e-3)
+GPT_EPOCHS = 4
+#: Chosen so that the GRU's training takes about the GPT's CPU seconds (benchmarks/lm.py measures both).
+GRU_EPOCHS = 4
+#: The scaling study's sizes (num_hiddens, num_blks), each trained for SCALING_EPOCHS on the same windows.
+SCALING_SIZES = ((8, 1), (16, 1), (24, 1), (32, 2), (48, 2))
+SCALING_EPOCHS = 2
+
+
+def _data(data):
+    return CharLMData() if data is None else data
+
+
+def _trainer(epochs, seed, progress):
+    from qkv.training import Trainer
+
+    return Trainer(epochs, gradient_clip_val=1.0, device="cpu", seed=seed, progress=progress)
+
+
+def _gpt(data, config: dict, epochs: int, name: str, seed: int, progress: bool, log):
+    from qkv.trained import fit_or_load
+
+    cfg = GPTConfig(vocab_size=len(data.vocab), **config)
+    return fit_or_load(
+        name,
+        lambda: DecoderOnlyLM(cfg),
+        data,
+        _trainer(epochs, seed, progress),
+        config=cfg,
+        modules=("qkv.lm",),
+        log=log,
+    )
+
+
+def train_gpt(data=None, *, seed: int = 0, progress: bool = False, log=print):
+    """The section's character GPT (:data:`GPT_CONFIG`, :data:`GPT_EPOCHS`), trained or loaded (D2L 11.9.3).
+
+    Returns ``(fitted, data)``: the :class:`qkv.trained.Fitted` and the :class:`CharLMData`.
+    """
+    data = _data(data)
+    return _gpt(data, GPT_CONFIG, GPT_EPOCHS, "char-gpt", seed, progress, log), data
+
+
+def train_gru(data=None, *, seed: int = 0, progress: bool = False, log=print):
+    """A :class:`GRULM` with about the GPT's parameter count, trained for :data:`GRU_EPOCHS`, or loaded."""
+    from qkv.trained import fit_or_load
+
+    data = _data(data)
+    V = len(data.vocab)
+    target = count_parameters(DecoderOnlyLM(GPTConfig(vocab_size=V, **GPT_CONFIG)))
+    cfg = GRUConfig(vocab_size=V, num_hiddens=gru_hiddens_for(target, V))
+    trainer = _trainer(GRU_EPOCHS, seed, progress)
+    fitted = fit_or_load("char-gru", lambda: GRULM(cfg), data, trainer, config=cfg, modules=("qkv.lm",), log=log)
+    return fitted, data
+
+
+def scaling_config(num_hiddens: int, num_blks: int) -> dict:
+    """The scaling study's GPT of width ``num_hiddens`` and depth ``num_blks`` (heads of 8 units, FFN 4N)."""
+    return dict(
+        num_hiddens=num_hiddens,
+        num_heads=max(1, num_hiddens // 8),
+        num_blks=num_blks,
+        ffn_num_hiddens=4 * num_hiddens,
+        dropout=0.0,
+        max_len=64,
+        lr=3e-3,
+    )
+
+
+def scaling_study(data=None, *, sizes=SCALING_SIZES, seed: int = 0, progress: bool = False, log=print):
+    """Train (or load) one GPT per size in ``sizes`` for :data:`SCALING_EPOCHS`; returns a list of dicts with
+    ``num_hiddens``, ``num_blks``, ``params`` (non-embedding), ``val_loss`` (held-out nats per character) and
+    ``seconds`` (the training's wall time), smallest first."""
+    data = _data(data)
+    rows = []
+    for N, L in sizes:
+        fitted = _gpt(data, scaling_config(N, L), SCALING_EPOCHS, f"char-gpt-{N}x{L}", seed, progress, log)
+        rows.append(
+            dict(
+                num_hiddens=N,
+                num_blks=L,
+                params=count_parameters(fitted.model, non_embedding=True),
+                val_loss=math.log(perplexity(fitted.model, data)),
+                seconds=fitted.seconds,
+            )
+        )
+    return rows
+
+
+def warm() -> None:
+    """Train (or load) every model the section shows: the GPT, the GRU and the scaling study (``make release``)."""
+    data = CharLMData()
+    train_gpt(data)
+    train_gru(data)
+    scaling_study(data)
