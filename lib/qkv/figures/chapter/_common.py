@@ -65,10 +65,19 @@ def ensure_cjk_font() -> str:
 
 @contextlib.contextmanager
 def fonts(lang: str):
-    """Draw with DejaVu Sans first and, for Chinese, Noto Sans CJK SC as its fallback for the characters it lacks."""
+    """Draw with DejaVu Sans first and, for Chinese, Noto Sans CJK SC as its fallback for the characters it lacks.
+
+    Only the font settings are restored afterwards, not every rcParam as ``matplotlib.rc_context`` does: a first
+    figure made inside loads the notebook's inline backend, which turns interactive mode on, and restoring the old
+    ``interactive`` would keep every later figure of the notebook from being shown."""
     family = ["DejaVu Sans", ensure_cjk_font()] if check_lang(lang) == "zh" else ["DejaVu Sans"]
-    with plt.rc_context({"font.family": family, "font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8}):
+    rc = {"font.family": family, "font.size": 8, "axes.titlesize": 9, "axes.labelsize": 8}
+    saved = {key: plt.rcParams[key] for key in rc}
+    plt.rcParams.update(rc)
+    try:
         yield
+    finally:
+        plt.rcParams.update(saved)
 
 
 def new_figure(fig=None):
