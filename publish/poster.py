@@ -76,6 +76,14 @@ def key(lang: str = "en") -> str:
     return h.hexdigest()
 
 
+def save(fig, out: Path, title: str = TEXT["en"]["title"]) -> list[Path]:
+    """Write the poster ``fig`` as ``out/NAME.pdf`` and ``out/NAME.png``; return the two paths."""
+    pdf, png = out / f"{NAME}.pdf", out / f"{NAME}.png"
+    fig.savefig(pdf, metadata={"Title": title, "CreationDate": None})
+    fig.savefig(png, dpi=PNG_DPI, metadata={"Software": None})
+    return [pdf, png]
+
+
 def build(out: Path, lang: str = "en", log=print) -> list[Path]:
     """Write ``NAME.pdf`` and ``NAME.png`` (and the stamp) under ``out`` unless the stamp says they are up to date;
     return the two paths."""
@@ -92,8 +100,7 @@ def build(out: Path, lang: str = "en", log=print) -> list[Path]:
     t0, c0 = time.perf_counter(), time.process_time()
     fig = draw(lang)
     try:
-        fig.savefig(pdf, metadata={"Title": TEXT[lang]["title"], "CreationDate": None})
-        fig.savefig(png, dpi=PNG_DPI, metadata={"Software": None})
+        save(fig, out, TEXT[lang]["title"])
     finally:
         plt.close(fig)
     stamp.write_text(wanted)
