@@ -73,6 +73,7 @@ WARM = (
     "qkv.bahdanau:train_d2l",
     "qkv.figures.multihead_attention:trained_offset_reader",
     "qkv.transformer:train_d2l",
+    "qkv.lm:warm",
 )
 
 
