@@ -59,15 +59,16 @@ def local_run(tmp_path_factory):
         shutil.copytree(template, course)
         cases = make_class(subs, course)
         journal = course / grade.Journal.NAME
+        code, env = snapshot(root / "code")
         cmd = [sys.executable, "-m", "autograder.grade", str(subs), "--course", str(course), "--out"]
         cmd += [str(course / "reports"), "--jobs", "1", "--quiet", "--no-feedback", "--deadline", str(DEADLINE)]
-        first = subprocess.Popen(cmd, cwd=ROOT, env=release.venv_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        first = subprocess.Popen(cmd, cwd=code, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         while first.poll() is None and journal_lines(journal) < 3:  # "missing" and two notebooks that ran
             time.sleep(0.05)
         first.send_signal(signal.SIGKILL)
         first.communicate()
         kept = journal_lines(journal)
-        again = subprocess.run(cmd, cwd=ROOT, env=release.venv_env(), capture_output=True, text=True)
+        again = subprocess.run(cmd, cwd=code, env=env, capture_output=True, text=True)
         return {
             "killed": first.returncode,
             "kept": kept,
@@ -79,6 +80,15 @@ def local_run(tmp_path_factory):
         }
 
     return corpus.run_once(shared_dir(tmp_path_factory) / "cluster-local-run", produce)
+
+
+def snapshot(folder: Path) -> tuple[Path, dict]:
+    """A copy of the grader and of qkv to run the command from, and its environment: the journal keeps a result
+    only for the same course version (grade.Journal.token), which a checkout being edited meanwhile would change
+    between the two runs."""
+    for part in ("autograder", "course", "publish", "lib/qkv"):
+        shutil.copytree(ROOT / part, folder / part, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder, {**release.venv_env(), "PYTHONPATH": f"{folder}:{folder / 'lib'}"}
 
 
 def rows(grades_csv: str) -> dict[str, dict]:
