@@ -18,7 +18,7 @@ help:
 	@echo "make release                            the nbgrader course and its student release"
 	@echo "make notebooks                          the sections as .ipynb for Colab (_build/notebooks)"
 	@echo "make lab                                JupyterLab as students get it (student/jupyter: no instructor tools)"
-	@echo "make grade SUBMISSIONS=DIR|ZIP          autograde a class"
+	@echo "make grade SUBMISSIONS=DIR|ZIP          autograde a class (GRADE_ARGS='--cluster tcp://HOST:8786 --db postgresql://...')"
 	@echo "make bench                              run the benchmarks in benchmarks/"
 	@echo "make public                             the public repository, without answers or hidden tests (_build/public)"
 

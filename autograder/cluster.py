@@ -132,7 +132,7 @@ def connect(address: str, timeout: float | None = None):
         from distributed import Client
     except ImportError:
         raise GradingError(
-            "--cluster needs dask.distributed: install the course's environment (make bootstrap, or pip install "
+            "--cluster needs dask.distributed: install the course's environment (any make target does, or pip install "
             "-c constraints.txt distributed). Nothing was graded."
         ) from None
     timeout = CONNECT_TIMEOUT if timeout is None else timeout
@@ -168,7 +168,7 @@ def preflight(client, expected: dict | None = None) -> dict[str, dict]:
         raise GradingError(
             "these workers cannot grade for this course, so nothing was graded: "
             + " | ".join(problems)
-            + ". Give every worker the same checkout and environment as this machine (make bootstrap) and bubblewrap."
+            + ". Give every worker the same checkout and environment as this machine (make installs it) and bubblewrap."
         )
     return found
 
