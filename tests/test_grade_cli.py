@@ -801,3 +801,26 @@ def test_a_tampered_notebook_scores_zero_unless_the_instructor_keeps_its_score(t
     assert grade.main([*slow_args, "--deadline", "8", "--out", str(tmp_path / "slow_out")]) == 0
     (row,) = read_csv(tmp_path / "slow_out" / "grades.csv")
     assert (row["status"], row["score"]) == ("timeout", "0") and "scores zero" in row["reason"]
+
+
+# ---------------------------------------------------------------- the journal of an interrupted run (issue 15)
+
+
+def test_the_journal_keeps_whole_lines_of_the_same_submissions_only(tmp_path):
+    def result(student, score):
+        return grade.Result(student, SLUG, SLUG, "graded", "", score, 10.0, {"t": score, "w": None}, {"t": 10.0})
+
+    journal = grade.Journal(tmp_path / grade.Journal.NAME)
+    journal.add("tok-a", result("a", 3.0))
+    journal.add("tok-b", result("b", 4.0))
+    journal.close()
+    with open(journal.path, "ab") as fh:  # a kill in the middle of a line
+        fh.write(b'{"key": ["c", "x", "x"], "token": "tok-c", "result": {"stud')
+    tokens = {("a", SLUG, SLUG): "tok-a", ("b", SLUG, SLUG): "changed", ("c", "x", "x"): "tok-c"}
+    kept = journal.finished(tokens)
+    assert kept == {("a", SLUG, SLUG): result("a", 3.0)}  # b's file changed since; c's line was torn
+    journal.add("tok-d", result("d", 5.0))  # the next line starts on a line of its own, after the torn one
+    journal.close()
+    assert list(journal.finished({("d", SLUG, SLUG): "tok-d"}).values()) == [result("d", 5.0)]
+    journal.remove()
+    assert not journal.path.exists() and grade.Journal(None).finished(tokens) == {}
