@@ -10,7 +10,7 @@ from qkv.figures.chapter._common import COLORS, check_lang, fonts, new_figure, t
 
 SECTION = "self-attention-and-positional-encoding"
 #: The sweep: sequence lengths n at width d, one batch, CPU time of one thread (the lab's clock on a CPU).
-SIZES, WIDTH = (128, 256, 512, 1024, 2048), 64
+SIZES, WIDTH = (256, 512, 1024, 2048, 4096), 64
 
 TEXT = {
     "en": {
@@ -37,12 +37,12 @@ TEXT = {
 @functools.cache
 def measure():
     """Time 11.3's attention and a GRU over :data:`SIZES` with the lab's :func:`qkv.costlab.run_sweep` (CPU, one
-    thread, median of 3 calls) and fit ``t = c n^k`` to the larger half of each: ``(rows, fits)``."""
+    thread, median of 5 calls) and fit ``t = c n^k`` to the larger half of each: ``(rows, fits)``."""
     from qkv import costlab
 
     wanted = ("ours (11.3)", "GRU")
     candidates = [c for c in costlab.contenders("cpu") if c.name in wanted]
-    rows = costlab.run_sweep(candidates, list(SIZES), WIDTH, device="cpu", repeats=3, memory=False)
+    rows = costlab.run_sweep(candidates, list(SIZES), WIDTH, device="cpu", repeats=5, memory=False)
     return rows, costlab.fit_sweep(rows)
 
 

@@ -62,7 +62,7 @@ def draw(lang: str = "en", fig=None):
         ax.set_xlim(0, 5)
         ax.set_ylim(0, 8)
         ax.axis("off")
-        box(ax, 1.2, 3.0, 2.0, 1.4, t["encoder"], COLORS["key"], fontsize=6.5)
+        box(ax, 1.2, 3.0, 2.2, 1.4, t["encoder"], COLORS["key"], fontsize=6)
         for y, label, color in (
             (1.8, t["masked"], COLORS["query"]),
             (3.8, t["cross"], COLORS["value"]),
