@@ -13,6 +13,7 @@ import time
 import warnings
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder import grade, gradebook, release
@@ -103,6 +104,9 @@ def test_a_class_graded_into_postgresql_while_two_graders_score_loses_no_score(s
     url = server.url()
     # nbgrader's own commands (export, generate_feedback, the formgrader) read the database from the course config.
     (course / "nbgrader_config_local.py").write_text(f'c.CourseDirectory.db_url = "{url}"\n')
+    # The graders' formgrader opens a gradebook that exists (nbgrader creates its tables on first use, which two
+    # processes must not do at once): the course as a first grading run leaves it; this run updates it again.
+    assert gradebook.copy_structure(f"sqlite:///{course / 'gradebook.db'}", url) > 0
     graders = [Grader(url, WRITTEN[0], (1.0, 0.5)), Grader(url, WRITTEN[1], (0.0, 1.0, 0.5))]
     for g in graders:
         g.start()
@@ -152,7 +156,9 @@ def test_a_database_that_is_down_or_refuses_the_login_fails_fast_and_writes_noth
     template = corpus.course_template((corpus.SLUG,))
     course, subs = tmp_path / "course", tmp_path / "class"
     shutil.copytree(template, course)
-    make_class(subs, course)
+    release_nb = course / "release" / corpus.SLUG / f"{corpus.SLUG}.ipynb"
+    (subs / "good" / corpus.SLUG).mkdir(parents=True)
+    nbformat.write(corpus.solved_notebook(release_nb, corpus.SLUG), subs / "good" / corpus.SLUG / release_nb.name)
     before = digest(course), digest(subs)
     down = f"postgresql://{postgres.USER}:{postgres.PASSWORD}@127.0.0.1:{postgres.free_port()}/{postgres.DATABASE}"
     for url, why in ((down, "Connection refused"), (server.url(password="wrong"), "password authentication failed")):
