@@ -1,6 +1,6 @@
-"""Grade a class: ``python -m autograder.grade SUBMISSIONS [--course DIR] [--jobs N] [--out DIR]``.
+"""Grade a class: ``python -m autograder.grade SUBMISSIONS [--course DIR] [--jobs N] [--out DIR] [...]``.
 
-``SUBMISSIONS`` is a folder in nbgrader's layout, ``STUDENT/ASSIGNMENT/NOTEBOOK.ipynb``
+(``--cluster ADDR``, ``--db URL``: below.) ``SUBMISSIONS`` is a folder in nbgrader's layout, ``STUDENT/ASSIGNMENT/NOTEBOOK.ipynb``
 (or one folder above it), or a ``.zip`` of one. ``--course`` is the nbgrader course
 that ``make release`` builds (``_build/course``: its gradebook and ``release/``).
 
@@ -46,6 +46,12 @@ zero with a reason (``STATUSES``). Nothing a submission holds can stop the batch
   ``COURSE/autograded/STUDENT/ASSIGNMENT/``, nbgrader's feedback, ``grades.csv`` and
   the report (:mod:`autograder.report`). nbgrader's own ``formgrader``,
   ``generate_feedback`` and ``export`` work on the result.
+* **Beyond one machine.** ``--cluster tcp://HOST:PORT`` runs the sandboxes on the workers of a dask.distributed
+  cluster (:mod:`autograder.cluster`: every worker checked first, lost tasks run again, one result each); this
+  process still writes everything. ``--db URL`` grades into another gradebook database, e.g. PostgreSQL
+  (:func:`gradebook.check_database` fails fast when it cannot be used; :func:`gradebook.copy_structure` brings the
+  course's assignments and hidden tests into it). Each finished submission goes into a :class:`Journal`, so that an
+  interrupted run, started again, finishes the class without grading anything twice.
 * Grading again loses nothing: a score a grader gave in the formgrader stays in
   the gradebook and counts. A ``timestamp.txt`` beside a notebook (as ``nbgrader
   collect`` leaves it) and the assignment's due date in the gradebook mark late
