@@ -1,7 +1,7 @@
 """Grade a class: ``python -m autograder.grade SUBMISSIONS [--course DIR] [--jobs N] [--out DIR] [...]``.
 
-(``--cluster ADDR``, ``--db URL``: below.) ``SUBMISSIONS`` is a folder in nbgrader's layout, ``STUDENT/ASSIGNMENT/NOTEBOOK.ipynb``
-(or one folder above it), or a ``.zip`` of one. ``--course`` is the nbgrader course
+``SUBMISSIONS`` is a folder in nbgrader's layout, ``STUDENT/ASSIGNMENT/NOTEBOOK.ipynb``
+(or one folder above it), or a ``.zip`` of one (``--cluster ADDR`` and ``--db URL``: below). ``--course`` is the nbgrader course
 that ``make release`` builds (``_build/course``: its gradebook and ``release/``).
 
 For every (student, assignment, notebook) there is exactly one result: a score, or
