@@ -1,8 +1,8 @@
 """Grade a class: ``python -m autograder.grade SUBMISSIONS [--course DIR] [--jobs N] [--out DIR] [...]``.
 
 ``SUBMISSIONS`` is a folder in nbgrader's layout, ``STUDENT/ASSIGNMENT/NOTEBOOK.ipynb``
-(or one folder above it), or a ``.zip`` of one (``--cluster ADDR`` and ``--db URL``: below). ``--course`` is the nbgrader course
-that ``make release`` builds (``_build/course``: its gradebook and ``release/``).
+(or one folder above it), or a ``.zip`` of one (``--cluster ADDR`` and ``--db URL``: below).
+``--course`` is the nbgrader course that ``make release`` builds (``_build/course``: its gradebook and ``release/``).
 
 For every (student, assignment, notebook) there is exactly one result: a score, or
 zero with a reason (``STATUSES``). Nothing a submission holds can stop the batch:
