@@ -256,3 +256,127 @@ def test_vit_errors():
     model = small_vit()
     with pytest.raises(ValueError, match="built for images of size"):
         model(torch.randn(1, 3, 16, 16))
+
+
+# ---------------------------------------------------------------------------
+# The CPU recipe: augmentation, schedule, weight decay groups, trainer, cache.
+# ---------------------------------------------------------------------------
+
+from qkv.vit import (  # noqa: E402
+    CNN_RECIPE,
+    CPU_RECIPE,
+    RecipeTrainer,
+    SmallCNN,
+    ViTRecipe,
+    _decay_groups,
+    augment,
+    train_fashion_mnist,
+    warmup_cosine,
+)
+
+
+def test_augment_is_a_shift_and_maybe_a_mirror_of_each_image():
+    """Every output image equals the input shifted by some (dy, dx) in [-s, s] (zeros fill in), mirrored or not;
+    shift 0 and flip 0 leave the batch alone; flip 1 mirrors every image."""
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(16, 2, 6, 5, generator=g) + 0.1  # no zeros, so the filled-in border shows
+    s = 2
+    Y = augment(X, s, 0.5, generator=g)
+    assert Y.shape == X.shape
+    Xp = nn.functional.pad(X, (s, s, s, s))  # (B, C, 6 + 2s, 5 + 2s)
+    mirrored = 0
+    for b in range(16):
+        matches = [
+            (dy, dx, m)
+            for dy in range(2 * s + 1)
+            for dx in range(2 * s + 1)
+            for m in (False, True)
+            if torch.equal(Y[b], (lambda c: c.flip(-1) if m else c)(Xp[b, :, dy : dy + 6, dx : dx + 5]))
+        ]
+        assert matches, f"image {b} is no shift of the input"
+        mirrored += matches[0][2]
+    assert 0 < mirrored < 16  # flip 0.5: some of each (seeded)
+    assert torch.equal(augment(X, 0, 0.0), X)
+    assert torch.equal(augment(X, 0, 1.0), X.flip(-1))
+
+
+def test_warmup_cosine_closed_form():
+    total, warm = 100, 0.1  # 10 warm-up steps
+    f = [warmup_cosine(s, total, warm) for s in range(total + 1)]
+    assert f[:10] == pytest.approx([(s + 1) / 10 for s in range(10)])
+    assert f[10] == pytest.approx(1.0)
+    assert f[55] == pytest.approx(0.5)  # half way through the 90 decay steps
+    assert f[100] == pytest.approx(0.0, abs=1e-12)
+    assert all(a >= b for a, b in zip(f[10:], f[11:]))
+
+
+def test_weight_decay_spares_biases_norms_cls_and_positions():
+    model = ViTRecipe(img_size=8, patch_size=4, num_hiddens=8, mlp_num_hiddens=8, num_heads=2, num_blks=1).build()
+    decay, keep = _decay_groups(model, 0.05)
+    names = {id(p): n for n, p in model.named_parameters()}
+    assert {names[id(p)] for p in keep["params"]} >= {"cls_token", "pos_embedding", "head.0.weight", "head.1.bias"}
+    assert all(p.dim() >= 2 for p in decay["params"])
+    assert {names[id(p)] for p in decay["params"]} >= {"patch_embedding.conv.weight", "head.1.weight"}
+    assert len(decay["params"]) + len(keep["params"]) == len(list(model.parameters()))
+
+
+def test_recipe_checks_its_fields():
+    with pytest.raises(ValueError, match="model"):
+        ViTRecipe(model="mlp")
+    with pytest.raises(ValueError, match="warmup"):
+        ViTRecipe(warmup=1.0)
+    with pytest.raises(ValueError, match="flip"):
+        ViTRecipe(flip=2.0)
+    assert isinstance(CNN_RECIPE.build(), SmallCNN)
+    assert CPU_RECIPE.vit_config().img_size == CPU_RECIPE.img_size
+
+
+class _Blobs:
+    """Two classes of 8 x 8 images: bright top half or bright bottom half, plus noise (a task a ViT learns fast)."""
+
+    def __init__(self, n=128, batch_size=16):
+        g = torch.Generator().manual_seed(3)
+        self.y = torch.randint(0, 2, (n,), generator=g)
+        X = 0.3 * torch.rand(n, 1, 8, 8, generator=g)
+        X[self.y == 0, :, :4] += 1.0
+        X[self.y == 1, :, 4:] += 1.0
+        self.X, self.batch_size = X, batch_size
+
+    def train_dataloader(self):
+        return [
+            (self.X[i : i + self.batch_size], self.y[i : i + self.batch_size])
+            for i in range(0, len(self.y), self.batch_size)
+        ]
+
+    def val_dataloader(self):
+        return self.train_dataloader()
+
+
+def test_recipe_trainer_learns_records_accuracy_and_cpu_time_and_ends_at_lr_zero():
+    recipe = ViTRecipe(
+        img_size=8, patch_size=4, num_hiddens=16, mlp_num_hiddens=16, num_heads=2, num_blks=1, epochs=8, lr=1e-2
+    )
+    torch.manual_seed(0)
+    model = recipe.build()
+    trainer = RecipeTrainer(recipe, seed=0)
+    h = trainer.fit(model, _Blobs())
+    assert len(h["val_acc"]) == len(h["cpu_seconds"]) == 8
+    assert h["train_loss"][-1] < 0.5 * h["train_loss"][0]
+    assert h["val_acc"][-1] == 1.0
+    assert all(a < b for a, b in zip(h["cpu_seconds"], h["cpu_seconds"][1:]))
+    assert trainer.optim.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_train_fashion_mnist_trains_once_then_loads(tmp_path, monkeypatch):
+    """Through qkv.trained.fit_or_load (a smoke run under the test suite): the second call loads."""
+    from qkv.data import FashionMNIST
+
+    monkeypatch.setenv("QKV_TRAINED_DIR", str(tmp_path))
+    monkeypatch.setenv("QKV_TRAIN_SMOKE", "2")
+    data = FashionMNIST(CPU_RECIPE.batch_size, num_train=512, num_val=256)
+    first, _ = train_fashion_mnist(seed=1, data=data, log=lambda s: None)
+    again, _ = train_fashion_mnist(seed=1, data=data, log=lambda s: None)
+    assert first.trained and not again.trained
+    assert again.history["val_acc"] == first.history["val_acc"]
+    X = data.val[[0, 1, 2, 3]][0]
+    assert torch.equal(first.model(X), again.model(X))

@@ -12,6 +12,8 @@ Shape letters are those of the glossary in :mod:`qkv`.
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import asdict, dataclass
 
 import torch
@@ -19,8 +21,24 @@ from torch import nn
 from torch.nn import functional as F
 
 from qkv.multihead import MultiHeadAttention
+from qkv.training import Trainer
 
-__all__ = ["PatchEmbedding", "ViTMLP", "ViTBlock", "ViT", "ViTConfig"]
+__all__ = [
+    "PatchEmbedding",
+    "ViTMLP",
+    "ViTBlock",
+    "ViT",
+    "ViTConfig",
+    "ViTRecipe",
+    "SmallCNN",
+    "RecipeTrainer",
+    "augment",
+    "warmup_cosine",
+    "train_fashion_mnist",
+    "train_cnn",
+    "CPU_RECIPE",
+    "CNN_RECIPE",
+]
 
 
 def _pair(x, name: str) -> tuple[int, int]:
@@ -256,3 +274,239 @@ class ViTConfig:
             blk_dropout=0.0,
             lr=0.3,
         )
+
+
+# ---------------------------------------------------------------------------
+# Training on a CPU: our recipe (D2L 11.8.5 trains with plain SGD on a GPU).
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class ViTRecipe:
+    """How we train a ViT (or the CNN baseline) on Fashion-MNIST in about two CPU minutes (D2L 11.8.5).
+
+    The model fields are those of :class:`ViTConfig`; the rest is the training:
+    ``epochs`` passes over the 60,000 training images in batches of ``batch_size``;
+    AdamW with peak learning rate ``lr`` and weight decay ``weight_decay`` (on
+    matrices only, not on biases, norms, ``<cls>`` or positions); the learning rate
+    rises linearly from 0 over the first ``warmup`` fraction of the steps, then
+    falls to 0 along a half cosine; the loss is cross-entropy with label smoothing
+    ``label_smoothing``; every training image is shifted by up to ``shift`` pixels
+    in each direction (zeros fill in) and mirrored left-right with probability
+    ``flip``. ``model="cnn"`` trains :class:`SmallCNN` with the same recipe.
+    """
+
+    model: str = "vit"
+    img_size: int = 28
+    patch_size: int = 4
+    num_hiddens: int = 64
+    mlp_num_hiddens: int = 128
+    num_heads: int = 4
+    num_blks: int = 2
+    emb_dropout: float = 0.0
+    blk_dropout: float = 0.0
+    epochs: int = 6
+    batch_size: int = 128
+    lr: float = 2e-3
+    weight_decay: float = 0.05
+    warmup: float = 0.05
+    label_smoothing: float = 0.1
+    shift: int = 0
+    flip: float = 0.0
+
+    def __post_init__(self):
+        if self.model not in ("vit", "cnn"):
+            raise ValueError(f"model must be 'vit' or 'cnn', got {self.model!r}")
+        if not 0 <= self.warmup < 1:
+            raise ValueError(f"warmup is a fraction of the steps in [0, 1), got {self.warmup!r}")
+        if not 0 <= self.flip <= 1:
+            raise ValueError(f"flip is a probability in [0, 1], got {self.flip!r}")
+        if self.shift < 0:
+            raise ValueError(f"shift is a number of pixels >= 0, got {self.shift!r}")
+
+    def vit_config(self) -> ViTConfig:
+        """The model part, as a :class:`ViTConfig` (grayscale input)."""
+        return ViTConfig(
+            img_size=self.img_size,
+            patch_size=self.patch_size,
+            num_hiddens=self.num_hiddens,
+            mlp_num_hiddens=self.mlp_num_hiddens,
+            num_heads=self.num_heads,
+            num_blks=self.num_blks,
+            emb_dropout=self.emb_dropout,
+            blk_dropout=self.blk_dropout,
+            lr=self.lr,
+        )
+
+    def build(self) -> nn.Module:
+        """The untrained model (seed torch first for repeatable weights)."""
+        if self.model == "cnn":
+            return SmallCNN()
+        model = ViT.from_config(self.vit_config())
+        nn.init.trunc_normal_(model.pos_embedding, std=0.02)  # D2L's randn positions are as large as the patches
+        return model
+
+
+class SmallCNN(nn.Module):
+    """The convolutional baseline of our inductive-bias comparison (D2L 11.8, 8.x): three 3 x 3 conv blocks.
+
+    conv(1 -> 32) BN ReLU, max-pool 2; conv(32 -> 64) BN ReLU, max-pool 2;
+    conv(64 -> 128) BN ReLU; global average pooling; linear to 10 classes.
+    Images (B, 1, 28, 28) -> logits (B, 10).
+    """
+
+    def __init__(self, num_classes: int = 10, in_channels: int = 1):
+        super().__init__()
+
+        def block(c_in, c_out):
+            return [nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU()]
+
+        self.net = nn.Sequential(
+            *block(in_channels, 32),
+            nn.MaxPool2d(2),  # (B, 32, S, S) -> (B, 32, S / 2, S / 2)
+            *block(32, 64),
+            nn.MaxPool2d(2),  # (B, 64, S / 2, S / 2) -> (B, 64, S / 4, S / 4)
+            *block(64, 128),
+            nn.AdaptiveAvgPool2d(1),  # (B, 128, S / 4, S / 4) -> (B, 128, 1, 1)
+            nn.Flatten(),  # (B, 128, 1, 1) -> (B, 128)
+            nn.Linear(128, num_classes),
+        )
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        return self.net(X)  # (B, 1, S, S) -> (B, num_classes)
+
+
+def augment(X: torch.Tensor, shift: int, flip: float, generator=None) -> torch.Tensor:
+    """Shift each image (B, C, S, S) by up to ``shift`` pixels each way (zeros fill in) and mirror it
+    left-right with probability ``flip``; a new tensor of the same shape (D2L 14.1's augmentation, made cheap)."""
+    B, C, H, W = X.shape
+    if shift:
+        Xp = F.pad(X, (shift, shift, shift, shift))  # (B, C, H + 2s, W + 2s)
+        dy = torch.randint(0, 2 * shift + 1, (B, 1), generator=generator)  # (B, 1)
+        dx = torch.randint(0, 2 * shift + 1, (B, 1), generator=generator)  # (B, 1)
+        rows = (dy + torch.arange(H)).to(X.device)  # (B, H)
+        cols = (dx + torch.arange(W)).to(X.device)  # (B, W)
+        b = torch.arange(B, device=X.device)[:, None, None, None]  # (B, 1, 1, 1)
+        c = torch.arange(C, device=X.device)[None, :, None, None]  # (1, C, 1, 1)
+        X = Xp[b, c, rows[:, None, :, None], cols[:, None, None, :]]  # (B, C, H, W)
+    if flip:
+        mirror = (torch.rand(B, generator=generator) < flip).to(X.device)  # (B,)
+        X = torch.where(mirror[:, None, None, None], X.flip(-1), X)  # (B, C, H, W)
+    return X
+
+
+def _decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """Weight decay on matrices and conv kernels only; biases, norms, ``<cls>`` and positions are not decayed."""
+    decay, keep = [], []
+    for name, p in model.named_parameters():
+        (keep if p.dim() < 2 or name in ("cls_token", "pos_embedding") else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": keep, "weight_decay": 0.0}]
+
+
+def warmup_cosine(step: int, total: int, warmup: float) -> float:
+    """The learning-rate factor at ``step`` of ``total``: linear from 0 to 1 over ``warmup * total`` steps, then
+    a half cosine down to 0 at ``total``."""
+    n_warm = max(1, round(warmup * total))
+    if step < n_warm:
+        return (step + 1) / n_warm
+    progress = (step - n_warm) / max(1, total - n_warm)
+    return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+class RecipeTrainer(Trainer):
+    """A :class:`qkv.training.Trainer` that follows a :class:`ViTRecipe` (D2L 11.8.5, our recipe).
+
+    Beyond the base trainer's history it records, per epoch, ``val_acc`` (accuracy on the validation data)
+    and ``cpu_seconds`` (the process's CPU time spent training so far, evaluation excluded: all threads
+    together, so it does not depend on how busy the machine is).
+    """
+
+    def __init__(self, recipe: ViTRecipe, *, seed: int, device="cpu", progress: bool = False):
+        super().__init__(recipe.epochs, device=device, seed=seed, optimizer="adam", lr=recipe.lr, progress=progress)
+        self.recipe = recipe
+        self._cpu = 0.0
+
+    def configure_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
+        r = self.recipe
+        optim = torch.optim.AdamW(_decay_groups(model, r.weight_decay), lr=r.lr, betas=(0.9, 0.999))
+        total = self.max_epochs * len(self._train_loader)  # the schedule's steps (fewer in a smoke run)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(optim, lambda s: warmup_cosine(s, total, r.warmup))
+        return optim
+
+    def compute_loss(self, model: nn.Module, batch) -> torch.Tensor:
+        X, Y = batch
+        if model.training:
+            X = augment(X, self.recipe.shift, self.recipe.flip)
+            return F.cross_entropy(model(X), Y, label_smoothing=self.recipe.label_smoothing)
+        return F.cross_entropy(model(X), Y)
+
+    def fit_epoch(self, model: nn.Module, loader) -> float:
+        model.train()
+        start = time.process_time()
+        total, count = 0.0, 0
+        for batch in loader:
+            batch = self.prepare_batch(batch)
+            loss = self.compute_loss(model, batch)
+            self.optim.zero_grad()
+            loss.backward()
+            self.optim.step()
+            self.scheduler.step()
+            n = batch[-1].shape[0]
+            total += float(loss.detach()) * n
+            count += n
+        self._cpu += time.process_time() - start
+        self.history.setdefault("cpu_seconds", []).append(self._cpu)
+        return total / count
+
+    def evaluate(self, model: nn.Module, loader) -> float:
+        if loader is None:
+            return math.nan
+        was_training = model.training
+        model.eval()
+        loss, correct, count = 0.0, 0, 0
+        with torch.no_grad():
+            for X, Y in loader:
+                X, Y = X.to(self.device), Y.to(self.device)
+                Y_hat = model(X)  # (B, num_classes)
+                loss += float(F.cross_entropy(Y_hat, Y, reduction="sum"))
+                correct += int((Y_hat.argmax(-1) == Y).sum())
+                count += Y.shape[0]
+        model.train(was_training)
+        self.history.setdefault("val_acc", []).append(correct / count)
+        return loss / count
+
+    def fit(self, model: nn.Module, data) -> dict[str, list]:
+        self._train_loader = data.train_dataloader()
+        self._cpu = 0.0
+        return super().fit(model, data)  # the epoch hooks above add to the history fit() makes
+
+
+#: Our ViT recipe for two CPU cores (see ``benchmarks/results/vit_cpu.md`` for the runs that chose it).
+CPU_RECIPE = ViTRecipe()
+#: The CNN baseline: the same recipe, with the number of epochs that takes about the ViT's CPU time.
+CNN_RECIPE = ViTRecipe(model="cnn", epochs=3)
+
+
+def train_fashion_mnist(recipe: ViTRecipe | None = None, *, seed: int = 0, data=None, log=print, progress=False):
+    """Train a model on Fashion-MNIST with ``recipe`` (default :data:`CPU_RECIPE`), or load the weights of an
+    identical earlier run (D2L 11.8.5, our recipe).
+
+    ``data`` defaults to ``FashionMNIST(recipe.batch_size, resize=recipe.img_size)`` (all 60,000 training images;
+    the 10,000 test images validate). The model is built after ``torch.manual_seed(seed)`` and trained by a
+    :class:`RecipeTrainer` on the CPU; :func:`qkv.trained.fit_or_load` caches the weights. Returns ``(fitted,
+    data)``: ``fitted.history`` has per epoch ``val_acc`` (test accuracy), ``cpu_seconds`` (training CPU time)
+    and the base trainer's losses and wall ``seconds``.
+    """
+    from qkv.data import FashionMNIST
+    from qkv.trained import fit_or_load
+
+    recipe = CPU_RECIPE if recipe is None else recipe
+    data = FashionMNIST(recipe.batch_size, resize=recipe.img_size) if data is None else data
+    trainer = RecipeTrainer(recipe, seed=seed, device="cpu", progress=progress)
+    name = f"{recipe.model}-fashion-mnist"
+    return fit_or_load(name, recipe.build, data, trainer, config=recipe, log=log), data
+
+
+def train_cnn(*, seed: int = 0, data=None, log=print):
+    """The CNN baseline (:data:`CNN_RECIPE`) trained or loaded as :func:`train_fashion_mnist` does (D2L 11.8)."""
+    return train_fashion_mnist(CNN_RECIPE, seed=seed, data=data, log=log)

@@ -1,0 +1,59 @@
+# Hidden: float64, a 6 x 8 image of 3 channels in 2 x 2 patches (12 patches), 2 blocks, 5 classes, random <cls> and
+# positions; the logits against an independent computation (explicit patches, <cls> first, positions, PyTorch's
+# pre-norm encoder layers, the head on <cls>); dropout after the positions in training mode; the whole model on the
+# 'meta' device (a <cls> or zeros made without the input's device fails there).
+_g = _T.Generator().manual_seed(1185)
+with checks.forbid_reference(ViT, (_qv, "ViT")):
+    _vit = ViT((6, 8), 2, 8, 12, 2, 2, 0.0, 0.0, num_classes=5, in_channels=3).double().eval()
+    _w = _vit_weights(_g, 3, 2, 12, 8, 12, 2, 5)
+    _load(_vit, _w, "ViT((6, 8), 2, 8, 12, 2, 2, 0.0, 0.0, num_classes=5, in_channels=3)")
+    _X = _draw(_g, 3, 3, 6, 8, scale=1.0)  # (B, C, H, W)
+    _Z = _vit_tokens(_w, _X, 2, 8, 2, 12, 2)  # (B, P + 1, N)
+    _r = _raises(lambda: _vit(_X))
+    checks.check_true(
+        _r == "no error",
+        f"ViT on a batch of 3 images runs (hidden; got {_r})",
+        hint="expand the <cls> token over the batch: self.cls_token.expand(X.shape[0], -1, -1)",
+    )
+    with _torch.no_grad():
+        _got = _vit(_X)
+    checks.check_shape(_got, (3, 5), "ViT logits (hidden)")
+    checks.check_close(
+        _got,
+        _head(_w, _Z[:, 0]),
+        "ViT logits (hidden, float64, random <cls> and positions)",
+        atol=1e-8,
+        rtol=0,
+        hint="put <cls> first (torch.cat((cls, patches), dim=1)), add all P + 1 positions, run the blocks, "
+        "and classify from position 0 only (not the mean of the patches)",
+    )
+    _vit2 = ViT((6, 8), 2, 8, 12, 2, 2, 0.5, 0.0, num_classes=5, in_channels=3).double()
+    _load(_vit2, _w, "ViT with emb_dropout 0.5")
+    _vit2.train()
+    _T.manual_seed(1186)
+    with _torch.no_grad():
+        _got = _vit2(_X)
+    _T.manual_seed(1186)
+    _m = _tF.dropout(_T.ones(3, 13, 8, dtype=_f64), 0.5, True)  # the mask of the one dropout after the positions
+    _W = _w["patch_embedding.conv.weight"]
+    _Z = _patches(_X, 2, 2) @ _W.reshape(8, -1).T + _w["patch_embedding.conv.bias"]  # (B, P, N)
+    _Z = (_T.cat((_w["cls_token"].expand(3, 1, 8), _Z), dim=1) + _w["pos_embedding"]) * _m  # (B, P + 1, N)
+    with _torch.no_grad():
+        for _i in range(2):
+            _Z = _torch_block(_w, f"blks.{_i}.", 8, 2, 12)(_Z)  # (B, P + 1, N)
+    checks.check_close(
+        _got,
+        _head(_w, _Z[:, 0]),
+        "ViT in training mode (hidden, emb_dropout 0.5)",
+        atol=1e-8,
+        rtol=0,
+        hint="apply self.dropout once, to the sum of the tokens and the positions",
+    )
+    with _torch.device("meta"):
+        _vm = ViT((6, 8), 2, 8, 12, 2, 1, 0.0, 0.0, num_classes=5, in_channels=3)
+    _r = _raises(lambda: _vm(_T.empty(2, 3, 6, 8, device="meta")))
+    checks.check_true(
+        _r == "no error",
+        f"ViT runs on the 'meta' device (hidden; got {_r})",
+        hint="make nothing new in forward without device=: expand self.cls_token instead of creating zeros",
+    )
