@@ -217,7 +217,7 @@ def _hash_value(h, value, seen: set) -> None:
     if isinstance(value, torch.Tensor):
         t = value.detach().to("cpu").contiguous()
         h.update(f"tensor {t.dtype} {tuple(t.shape)}\0".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
     elif isinstance(value, (str, int, float, bool, type(None))):
         h.update(f"{type(value).__name__} {value!r}\0".encode())
     elif isinstance(value, (list, tuple)):
