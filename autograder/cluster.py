@@ -60,8 +60,10 @@ def course_files(root: Path = ROOT) -> list[Path]:
     return [p for p in grader + qkv if p.is_file()]
 
 
+@functools.cache
 def course_version(root: Path = ROOT) -> str:
-    """A hash of :func:`course_files` (their paths under ``root`` and their contents)."""
+    """A hash of :func:`course_files` (their paths under ``root`` and their contents), computed once per process
+    (its code does not change while it runs)."""
     digest = hashlib.sha256()
     for path in course_files(root):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
