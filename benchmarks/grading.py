@@ -296,7 +296,7 @@ def scale(slug: str, n: int, workers: int = 2) -> int:
         ]
         measured = {}
         with LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=":0"
         ) as cluster:
             for label, extra in (
                 ("local", []),

@@ -150,7 +150,7 @@ def test_a_cluster_that_loses_a_worker_mid_batch_grades_as_the_local_run_and_odd
     course, subs = tmp_path / "course", tmp_path / "class"
     shutil.copytree(template, course)
     make_class(subs, course)
-    odd_cluster = LocalCluster(n_workers=0, processes=False, host="127.0.0.1", protocol="tcp", dashboard_address=None)
+    odd_cluster = LocalCluster(n_workers=0, processes=False, host="127.0.0.1", protocol="tcp", dashboard_address=":0")
     odd = _odd_worker(odd_cluster.scheduler_address, tmp_path / "odd")  # starts while the real cluster does
     killed: dict = {}
     try:
@@ -161,7 +161,7 @@ def test_a_cluster_that_loses_a_worker_mid_batch_grades_as_the_local_run_and_odd
                 processes=True,
                 host="127.0.0.1",
                 protocol="tcp",
-                dashboard_address=None,
+                dashboard_address=":0",
             ) as lc,
             Client(lc, set_as_default=False) as watcher,
         ):
