@@ -251,3 +251,59 @@ def test_differences_name_each_thing_a_worker_has_otherwise():
     here = cluster.fingerprint()
     assert here["course"] == cluster.course_version() and len(here["course"]) == 16
     assert set(cluster.PACKAGES) | {"python"} == set(here["packages"])
+
+
+def test_a_task_lost_or_killing_its_workers_is_run_again_or_here_and_recorded_once(monkeypatch, tmp_path):
+    """The coordinator's bookkeeping on a real (in-process) cluster: a task cancelled by the scheduler, as when the
+    connection is lost, is submitted again; one that killed its workers (dask's ``KilledWorker``) runs in the
+    coordinator's own sandbox; every notebook is recorded exactly once."""
+    from types import SimpleNamespace
+
+    from distributed import Client, Future, LocalCluster
+    from distributed.scheduler import KilledWorker
+
+    log = tmp_path / "calls"  # dask serialises the task, closure and all: the calls are counted in a file
+    log.touch()
+
+    def calls() -> list[str]:
+        return log.read_text().split()
+
+    def fake_run(expected, limits, prefix, cells):  # what a worker sends back, after a while
+        with open(log, "a") as fh:
+            fh.write(cells + "\n")
+        time.sleep(2.0 if cells == "lost" and calls().count("lost") == 1 else 0.2)
+        if cells == "killer":
+            raise KilledWorker("killer", SimpleNamespace(address="tcp://127.0.0.1:1"), 3)
+        return "ran", sb.RunResult(how="done", detail=cells)
+
+    monkeypatch.setattr(cluster, "run_on_worker", fake_run)
+    monkeypatch.setattr(cluster, "run_here", lambda limits, prefix, cells, boxes=None: sb.RunResult(detail="here"))
+    items = [SimpleNamespace(prefix=[], cells=name) for name in ("lost", "killer", "plain", "other")]
+    recorded: list[tuple[str, str]] = []
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0") as lc,
+        Client(lc, set_as_default=False) as client,
+    ):
+        cancelled = []
+
+        def lose_once():  # the scheduler forgets the first attempt of "lost" while it runs
+            while not cancelled:
+                if "lost" in calls():  # running: the scheduler drops it
+                    client.cancel([Future("qkv-grade-lost-0", client)], force=True)
+                    cancelled.append("qkv-grade-lost-0")
+                time.sleep(0.02)
+
+        watcher = threading.Thread(target=lose_once, daemon=True)
+        watcher.start()
+        here = cluster.run_all(
+            client,
+            items,
+            lambda item: sb.Limits(),
+            lambda item, run: recorded.append((item.cells, run.detail)),
+            expected={},
+            token_of=lambda item: item.cells,
+        )
+        watcher.join(5)
+    assert cancelled == ["qkv-grade-lost-0"] and calls().count("lost") == 2  # the lost one ran again
+    assert sorted(recorded) == [("killer", "here"), ("lost", "lost"), ("other", "other"), ("plain", "plain")]
+    assert here == 1
