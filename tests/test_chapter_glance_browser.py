@@ -1,104 +1,138 @@
 """The chapter at a glance as a reader sees it: the Chinese page set in a CJK font, both pages linking each other
 and the poster, ten figures on each; screenshots of the two pages and the poster for review.
 
-Reads the student edition that ``tests/test_book_browser.py`` builds (its fixtures), in the same Chromium. The font
-check asks Chromium itself (DevTools' ``CSS.getPlatformFontsForNode``) which fonts it drew a node's text with:
-Chinese text drawn in a font without those characters would show as boxes.
+Reads the student edition that ``tests/test_book_browser.py`` reads (built if out of date). The font check asks
+Chromium itself (DevTools' ``CSS.getPlatformFontsForNode``) which fonts it drew a node's text with: Chinese text
+drawn in a font without those characters would show as boxes. Playwright runs in a thread of its own, because
+``tests/test_book_browser.py`` holds a synchronous Playwright in the main thread for the whole session, and a
+thread may hold only one.
 """
 
 from __future__ import annotations
 
 import re
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from course import notebooks as nbs
-from tests import test_book_browser as book_browser
+from tests.support import browser
 
 pytestmark = pytest.mark.browser
-# The student edition, Chromium and the reader of tests/test_book_browser.py, shared with it.
-student_html, chromium, reader = book_browser.student_html, book_browser.chromium, book_browser.reader
 
 EN, ZH = "book/chapter-at-a-glance.html", "book/chapter-at-a-glance-zh.html"
 SHOTS = nbs.ROOT / "_build" / "screenshots" / "chapter-at-a-glance"
 CJK = re.compile(r"[\u4e00-\u9fff]")
+#: Where the Chinese text is checked: the title, the prose and a printed output (the figures' labels are checked in
+#: tests/test_chapter_glance.py).
+PROBES = ("article h1", "article p", "article .cell_output pre")
 
-# Marks the first element of the article matching a selector whose text holds Chinese characters, for DevTools.
+# Marks the innermost element under the first `selector` match that holds Chinese text directly, for DevTools.
 _MARK_JS = """(selector) => {
-  const el = [...document.querySelectorAll(selector)].find(e => /[\\u4e00-\\u9fff]/.test(e.textContent));
-  if (!el) return null;
-  el.setAttribute('data-font-probe', selector);
-  return el.textContent.trim();
+  for (const el of document.querySelectorAll(selector)) {
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (/[\\u4e00-\\u9fff]/.test(node.textContent)) {
+        node.parentElement.setAttribute('data-font-probe', selector);
+        return node.parentElement.textContent.trim();
+      }
+    }
+  }
+  return null;
 }"""
 _PAGE_JS = """() => {
   const article = document.querySelector('article.bd-article') || document.body;
   return {
-    images: [...article.querySelectorAll('img')].map(i => ({src: i.getAttribute('src'), alt: i.alt,
-                                                            width: i.naturalWidth})),
+    images: [...article.querySelectorAll('img')].map(i => ({alt: i.alt, width: i.naturalWidth})),
     links: [...article.querySelectorAll('a[href]')].map(a => a.href),
   };
 }"""
 
 
-def _fonts_used(page, selector: str) -> tuple[str, list[dict]]:
-    """The text of the first ``selector`` element holding Chinese, and the fonts Chromium drew it with."""
+def _fonts_used(page, selector: str) -> dict:
+    """The text of the first element under ``selector`` holding Chinese, and the fonts Chromium drew it with."""
     text = page.evaluate(_MARK_JS, selector)
-    assert text, f"no {selector} with Chinese text on {page.url}"
+    if not text:
+        return {"text": None, "fonts": []}
     cdp = page.context.new_cdp_session(page)
     cdp.send("DOM.enable")
     cdp.send("CSS.enable")
     root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
     node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": f'[data-font-probe="{selector}"]'})["nodeId"]
-    return text, cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+    return {"text": text, "fonts": cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]}
+
+
+def _read(html) -> dict:
+    """Open both pages and the poster in Chromium (in this thread); return what the tests check."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    out = {}
+    with browser.Reader(html) as reader:
+        for name, path in (("zh", ZH), ("en", EN)):
+            page, visit = reader.open(path)
+            try:
+                info = page.evaluate(_PAGE_JS)
+                info["problems"] = visit.problems()
+                if name == "zh":
+                    info["fonts"] = {selector: _fonts_used(page, selector) for selector in PROBES}
+                page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+                other = "chapter-at-a-glance.html" if name == "zh" else "chapter-at-a-glance-zh.html"
+                page.click(f"article a[href$='/{other}'], article a[href='{other}']")
+                page.wait_for_load_state("load")
+                info["followed"] = page.url
+            finally:
+                page.context.close()
+            out[name] = info
+        posters = {link.rsplit(".", 1)[1]: link for link in out["en"]["links"] if "-poster." in link}
+        out["posters"] = posters
+        out["poster_bytes"] = {}
+        for suffix, url in posters.items():
+            assert reader.is_local(url), url
+            with urllib.request.urlopen(url, timeout=10) as response:
+                out["poster_bytes"][suffix] = (response.status, response.read(8))
+        if "png" in posters:
+            page, _ = reader.open(posters["png"].removeprefix(reader.base_url))
+            try:
+                page.screenshot(path=str(SHOTS / "poster.png"), full_page=True)
+            finally:
+                page.context.close()
+    return out
 
 
 @pytest.fixture(scope="module")
-def shots():
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    return SHOTS
-
-
-def test_chinese_page_is_set_in_a_cjk_font_and_links_back(reader, shots):
-    page, visit = reader.open(ZH)
+def seen():
+    if not browser.CHROMIUM.exists():
+        pytest.skip(f"{browser.CHROMIUM} is missing: install Debian's chromium to read the book in a browser")
     try:
-        assert not visit.problems(), visit.problems()
-        # The title, the prose and a printed output (the figures' labels: tests/test_chapter_glance.py).
-        for selector in ("h1", "article p", ".cell_output pre"):
-            text, fonts = _fonts_used(page, selector)
-            cjk = [f for f in fonts if "CJK" in f["familyName"]]
-            assert cjk, f"{selector} {text[:40]!r} was drawn with {fonts}, none a CJK font"
-            assert sum(f["glyphCount"] for f in cjk) >= len(CJK.findall(text)), (selector, fonts)
-        info = page.evaluate(_PAGE_JS)
-        images = info["images"]
-        assert len(images) == 10 and all(i["width"] > 0 for i in images), images
-        assert all(CJK.search(i["alt"] or "") for i in images), "alt texts in Chinese"
-        assert any(link.endswith("/book/chapter-at-a-glance.html") for link in info["links"])
-        page.screenshot(path=str(shots / "zh.png"), full_page=True)
-        page.click("article a[href$='chapter-at-a-glance.html']")
-        page.wait_for_url(reader.url(EN))
-    finally:
-        page.context.close()
+        html = browser.built_book("student")
+    except SystemExit as err:
+        pytest.fail(f"the student edition did not build: {err}", pytrace=False)
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(_read, html).result()
 
 
-def test_english_page_links_the_chinese_page_and_the_poster(reader, shots):
-    page, visit = reader.open(EN)
-    try:
-        assert not visit.problems(), visit.problems()
-        info = page.evaluate(_PAGE_JS)
-        assert len(info["images"]) == 10 and all(i["width"] > 0 for i in info["images"])
-        assert any(link.endswith("/book/chapter-at-a-glance-zh.html") for link in info["links"])
-        page.screenshot(path=str(shots / "en.png"), full_page=True)
-        posters = {link.rsplit(".", 1)[1]: link for link in info["links"] if "chapter-at-a-glance-poster." in link}
-        assert set(posters) == {"pdf", "png"}, info["links"]
-        for suffix, magic in (("pdf", b"%PDF"), ("png", b"\x89PNG")):
-            assert reader.is_local(posters[suffix])
-            with urllib.request.urlopen(posters[suffix], timeout=10) as response:
-                assert response.status == 200 and response.read(4) == magic, posters[suffix]
-    finally:
-        page.context.close()
-    page, visit = reader.open(posters["png"].removeprefix(reader.base_url))
-    try:
-        page.screenshot(path=str(shots / "poster.png"), full_page=True)
-    finally:
-        page.context.close()
+def test_chinese_text_is_drawn_with_a_cjk_font(seen):
+    for selector, probe in seen["zh"]["fonts"].items():
+        assert probe["text"], f"no Chinese text under {selector} on {ZH}"
+        cjk = [f for f in probe["fonts"] if "CJK" in f["familyName"]]
+        assert cjk, f"{selector} {probe['text'][:40]!r} was drawn with {probe['fonts']}, none a CJK font"
+        assert sum(f["glyphCount"] for f in cjk) >= len(CJK.findall(probe["text"])), (selector, probe)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_each_page_shows_ten_figures_and_links_the_other(seen, lang):
+    page = seen[lang]
+    assert not page["problems"], page["problems"]
+    images = page["images"]
+    assert len(images) == 10 and all(i["width"] > 0 for i in images), images
+    if lang == "zh":
+        assert all(CJK.search(i["alt"] or "") for i in images), "the Chinese page's alt texts are Chinese"
+    other = EN if lang == "zh" else ZH
+    assert page["followed"].endswith("/" + other), f"the link to the other edition led to {page['followed']}"
+
+
+def test_the_english_page_links_the_poster_as_pdf_and_png(seen):
+    assert set(seen["posters"]) == {"pdf", "png"}, seen["en"]["links"]
+    assert seen["poster_bytes"]["pdf"][0] == 200 and seen["poster_bytes"]["pdf"][1].startswith(b"%PDF")
+    assert seen["poster_bytes"]["png"] == (200, b"\x89PNG\r\n\x1a\n")
+    assert (SHOTS / "poster.png").exists() and (SHOTS / "zh.png").exists() and (SHOTS / "en.png").exists()
