@@ -233,11 +233,12 @@ def run_all(
     ``record(item, run_result)`` each exactly once, in this thread, as results come back.
 
     ``items`` is read lazily (the coordinator prepares a notebook only when there is room for it);
-    ``limits_of(item)`` gives its :class:`~autograder.sandbox.Limits`, ``item.prefix`` and ``item.cells`` its code.
+    ``limits_of(item)`` gives its :class:`~autograder.sandbox.Limits`, ``item.prefix`` and ``item.cells`` its code,
+    ``token_of(item)`` a name unique to it in this run (the dask key of its task, plus the attempt: two students
+    who hand in the same file are still two tasks).
     See the module docstring for what happens on faults. Returns how many notebooks ran in the coordinator's own
     sandbox because the cluster lost them too often."""
     from distributed import as_completed
-    from distributed.client import FutureCancelledError  # noqa: F401 (documented name of a lost task's error)
 
     expected = expected or fingerprint()
     source = iter(items)
