@@ -1,6 +1,7 @@
-# Hidden: random corpora of L = 1000, 21 and 6 tokens with T = 7, 5 and 5, against windows cut by a loop.
+# Hidden: random corpora of L = 1001, 20 and 6 tokens with T = 7, 5 and 5 (two with L a multiple of T), against
+# windows cut by a loop.
 _g = _T.Generator().manual_seed(42)
-for _L, _Tn in [(1000, 7), (21, 5), (6, 5)]:
+for _L, _Tn in [(1001, 7), (20, 5), (6, 5)]:
     _c = _T.randint(0, 28, (_L,), generator=_g)
     _n = (_L - 1) // _Tn
     _cl = _c.tolist()
