@@ -61,8 +61,14 @@ def glance(T=6, valid_len=5, prefix_len=3, T_tgt=4):
 #: Published models: (name, family, parameters, training tokens or None, source). Tokens are those seen in
 #: pretraining (steps x batch x sequence length where the paper gives them), not the size of the corpus.
 MODEL_SCALES = (
-    ("BERT-large", "encoder-only", 340e6, 131e9, "Devlin et al. (2019): 1M steps x 256 x 512 tokens"),
-    ("RoBERTa-large", "encoder-only", 355e6, 2.1e12, "Liu et al. (2019): 500K steps x 8K x 512 tokens"),
+    (
+        "BERT-large",
+        "encoder-only",
+        340e6,
+        131e9,
+        "Devlin et al. (2019): 1M steps x 256 x 512 tokens, at most (90% of steps at 128)",
+    ),
+    ("RoBERTa-large", "encoder-only", 355e6, 2.1e12, "Liu et al. (2019): 500K steps x 8K x 512 tokens, at most"),
     ("T5-11B", "encoder-decoder", 11e9, 1e12, "Raffel et al. (2020): about 1 trillion tokens (2^11 x 512 x 1M)"),
     ("GPT-2", "decoder-only", 1.5e9, None, "Radford et al. (2019): WebText, 40 GB of text; tokens not stated"),
     ("GPT-3", "decoder-only", 175e9, 300e9, "Brown et al. (2020): 300 billion tokens"),
