@@ -101,7 +101,7 @@ def plot_model_scales(rows=None, ours=None):
             f"{r['name']}\n{r['tokens_per_param']:.0f} tok/param",
             (r["params"], r["tokens"]),
             fontsize=7,
-            xytext=(4, -10),
+            xytext=(-12, -24) if r["name"] == "PaLM" else (4, -10),
             textcoords="offset points",
         )
     if ours is not None:
