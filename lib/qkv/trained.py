@@ -74,6 +74,8 @@ WARM = (
     "qkv.figures.multihead_attention:trained_offset_reader",
     "qkv.transformer:train_d2l",
     "qkv.lm:warm",
+    "qkv.vit:train_fashion_mnist",
+    "qkv.vit:train_cnn",
 )
 
 
