@@ -15,7 +15,7 @@ with checks.forbid_reference(ViTMLP, (_qv, "ViTMLP")):
     }
     _load(_mlp, _w, "ViTMLP(7, 3)")
     _H = _X @ _w["dense1.weight"].T + _w["dense1.bias"]  # (B, T, d) @ (d, M) -> (B, T, M)
-    _H = 0.5 * _H * (1 + _T.erf(_H / 2**0.5))  # GELU
+    _H = 0.5 * _H * (1 + _torch.erf(_H / 2**0.5))  # GELU
     checks.check_close(
         _mlp(_X),
         _H @ _w["dense2.weight"].T + _w["dense2.bias"],  # (B, T, M) @ (M, O)
