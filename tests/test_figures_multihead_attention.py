@@ -30,9 +30,9 @@ def _prose() -> str:
 @pytest.fixture(scope="module")
 def model():
     """The book's model, trained for real (the suite's smoke runs would not learn the task)."""
-    with pytest.MonkeyPatch.context() as mp:
+    with pytest.MonkeyPatch.context() as mp:  # not trained_offset_reader: its per-process cache may hold a smoke model
         mp.delenv("QKV_TRAIN_SMOKE", raising=False)
-        return figures.trained_offset_reader(TASK)
+        return figures.fit_offset_reader(TASK).model.eval()
 
 
 def test_glance_shows_inputs_heads_concat_and_output_projection():

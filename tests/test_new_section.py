@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from course.notebooks import ROOT
+from publish import build_book
 
 SLUG, MODULE = "throwaway-section", "throwaway_section"
 #: The copy's test files that must each run at least one test of the new section, and pass.
@@ -56,8 +57,9 @@ def copy(tmp_path_factory):
             (repo / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, repo / name)
     # The student book's execution cache, when this checkout has one, so the copy rebuilds only the new page.
-    if (ROOT / "_build" / "student").is_dir():
-        shutil.copytree(ROOT / "_build" / "student", repo / "_build" / "student", symlinks=True)
+    built = build_book.default_out("student").relative_to(ROOT)  # _build/student, or _build/smoke/student
+    if (ROOT / built).is_dir():
+        shutil.copytree(ROOT / built, repo / built, symlinks=True)
     env = dict(os.environ)
     env["PYTHONPATH"] = f"{repo / 'lib'}{os.pathsep}{repo}"  # the copy's qkv, course, publish, autograder
     env.pop("PYTEST_XDIST_WORKER", None)
@@ -109,12 +111,13 @@ def test_the_copys_own_tests_pick_the_section_up(copy):
 def test_the_book_builds_the_new_page(copy):
     repo = copy["repo"]
     _run([sys.executable, "-m", "publish.build_book", "--edition", "student"], repo, copy["env"], timeout=900)
-    page = repo / "_build" / "student" / "_build" / "html" / "book" / f"{SLUG}.html"
+    site = repo / build_book.default_out("student").relative_to(ROOT) / "_build" / "html"  # smoke runs: _build/smoke
+    page = site / "book" / f"{SLUG}.html"
     assert page.exists(), f"the book has no page {page}"
     html = page.read_text(encoding="utf-8")
     assert "A Throwaway Section" in html
     assert "<img" in html, "the glance figure was not drawn"
-    index = (repo / "_build" / "student" / "_build" / "html" / "book" / "intro.html").read_text(encoding="utf-8")
+    index = (site / "book" / "intro.html").read_text(encoding="utf-8")
     assert f"{SLUG}.html" in index, "the table of contents does not link the new section"
 
 
