@@ -30,15 +30,6 @@ DEADLINE = 20.0
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
 
 
-def make_class(subs: Path, course: Path) -> dict[str, corpus.Case]:
-    """The corpus, cut down to :data:`STUDENTS`; returns their cases."""
-    cases = {c.student: c for c in corpus.build(subs, course)}
-    for folder in subs.iterdir():
-        if folder.name not in STUDENTS:
-            shutil.rmtree(folder) if folder.is_dir() else folder.unlink()
-    return {s: cases[s] for s in STUDENTS}
-
-
 def shared_dir(tmp_path_factory):
     base = tmp_path_factory.getbasetemp()
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
@@ -57,7 +48,7 @@ def local_run(tmp_path_factory):
         template = corpus.course_template((corpus.SLUG,))
         course, subs = root / "course", root / "class"
         shutil.copytree(template, course)
-        cases = make_class(subs, course)
+        cases = corpus.build_some(subs, course, STUDENTS)
         journal = course / grade.Journal.NAME
         code, env = snapshot(root / "code")
         cmd = [sys.executable, "-m", "autograder.grade", str(subs), "--course", str(course), "--out"]
@@ -149,7 +140,7 @@ def test_a_cluster_that_loses_a_worker_mid_batch_grades_as_the_local_run_and_odd
     template = corpus.course_template((corpus.SLUG,))
     course, subs = tmp_path / "course", tmp_path / "class"
     shutil.copytree(template, course)
-    make_class(subs, course)
+    corpus.build_some(subs, course, STUDENTS)
     odd_cluster = LocalCluster(n_workers=0, processes=False, host="127.0.0.1", protocol="tcp", dashboard_address=":0")
     odd = _odd_worker(odd_cluster.scheduler_address, tmp_path / "odd")  # starts while the real cluster does
     killed: dict = {}

@@ -32,14 +32,6 @@ def server():
         yield running
 
 
-def make_class(subs: Path, course: Path) -> dict[str, corpus.Case]:
-    cases = {c.student: c for c in corpus.build(subs, course)}
-    for folder in subs.iterdir():
-        if folder.name not in STUDENTS:
-            shutil.rmtree(folder) if folder.is_dir() else folder.unlink()
-    return {s: cases[s] for s in STUDENTS}
-
-
 def digest(folder: Path) -> str:
     h = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -100,7 +92,7 @@ def test_a_class_graded_into_postgresql_while_two_graders_score_loses_no_score(s
     template = corpus.course_template((corpus.SLUG,))
     course, subs = tmp_path / "course", tmp_path / "class"
     shutil.copytree(template, course)
-    cases = make_class(subs, course)
+    cases = corpus.build_some(subs, course, STUDENTS)
     url = server.url()
     # nbgrader's own commands (export, generate_feedback, the formgrader) read the database from the course config.
     (course / "nbgrader_config_local.py").write_text(f'c.CourseDirectory.db_url = "{url}"\n')

@@ -595,6 +595,16 @@ def points_of_tests(release) -> dict[str, float]:
     }
 
 
+def build_some(dest: Path, course: Path, students) -> dict[str, Case]:
+    """The corpus of :func:`build`, cut down to ``students`` (names): the other submissions are deleted from
+    ``dest``. Returns the kept students' cases by name (the small classes of the cluster and PostgreSQL tests)."""
+    cases = {c.student: c for c in build(dest, course)}
+    for folder in dest.iterdir():
+        if folder.name not in students:
+            shutil.rmtree(folder) if folder.is_dir() else folder.unlink()
+    return {s: cases[s] for s in students}
+
+
 def build_integrity(dest: Path, course: Path) -> list[Case]:
     """Write the integrity corpus of :data:`INTEGRITY_SLUG` under ``dest`` for the course at ``course``.
 
