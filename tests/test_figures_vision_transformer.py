@@ -37,10 +37,19 @@ def test_draw_patches_numbers_them_row_by_row():
 
 
 def test_accuracy_against_time_plots_each_history():
-    runs = {"a": {"cpu_seconds": [1.0, 2.0], "val_acc": [0.5, 0.7]}, "b": {"cpu_seconds": [3.0], "val_acc": [0.9]}}
+    runs = {
+        "a": {"train_seconds": [1.0, 2.0], "cpu_seconds": [1.5, 3.5], "val_acc": [0.5, 0.7]},
+        "b": {"train_seconds": [3.0], "cpu_seconds": [5.0], "val_acc": [0.9]},
+    }
     ax = figures.accuracy_against_time(runs, d2l=(0.86, 124))
     lines = ax.get_lines()
     assert list(lines[0].get_xdata()) == [1.0, 2.0] and list(lines[0].get_ydata()) == [0.5, 0.7]
     assert list(lines[2].get_ydata()) == [0.86, 0.86]
+    with pytest.raises(ValueError, match="one train_seconds per val_acc"):
+        figures.accuracy_against_time({"bad": {"train_seconds": [1.0], "val_acc": [0.5, 0.6]}})
     with pytest.raises(ValueError, match="one cpu_seconds per val_acc"):
-        figures.accuracy_against_time({"bad": {"cpu_seconds": [1.0], "val_acc": [0.5, 0.6]}})
+        figures.accuracy_against_time({"bad": {"cpu_seconds": [1.0], "val_acc": [0.5, 0.6]}}, clock="cpu")
+    with pytest.raises(ValueError, match="clock"):
+        figures.accuracy_against_time(runs, clock="gpu")
+    ax = figures.accuracy_against_time(runs, clock="cpu")
+    assert list(ax.lines[0].get_xdata()) == [1.5, 3.5] and "CPU" in ax.get_xlabel()

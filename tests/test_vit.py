@@ -270,9 +270,58 @@ from qkv.vit import (  # noqa: E402
     ViTRecipe,
     _decay_groups,
     augment,
+    sincos_positions_2d,
     train_fashion_mnist,
     warmup_cosine,
 )
+
+
+@settings(max_examples=20, deadline=None)
+@given(gh=st.integers(1, 5), gw=st.integers(1, 5), q=st.integers(1, 4))
+def test_sincos_positions_2d_closed_form(gh, gw, q):
+    """Row i * gw + j is [sin(i w_k), cos(i w_k), sin(j w_k), cos(j w_k)], w_k = 10000^(-k/q), by a float64 loop."""
+    import math
+
+    N = 4 * q
+    got = sincos_positions_2d(gh, gw, N)
+    assert got.shape == (gh * gw, N)
+    want = torch.empty(gh * gw, N, dtype=torch.float64)
+    for i in range(gh):
+        for j in range(gw):
+            for k in range(q):
+                w = 10000.0 ** (-k / q)
+                want[i * gw + j, k], want[i * gw + j, q + k] = math.sin(i * w), math.cos(i * w)
+                want[i * gw + j, 2 * q + k], want[i * gw + j, 3 * q + k] = math.sin(j * w), math.cos(j * w)
+    torch.testing.assert_close(got.double(), want, atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match="divisible by 4"):
+        sincos_positions_2d(gh, gw, N + 2)
+
+
+def test_recipe_starts_the_learned_positions_at_sincos_or_small_normal():
+    """pos_init="sincos": <cls> row 0, the patches' rows the 2-D encoding of their grid, still a learned parameter;
+    "normal": small random rows (std 0.02), as before."""
+    r = ViTRecipe(img_size=12, patch_size=4, num_hiddens=8, mlp_num_hiddens=8, num_heads=2, num_blks=1)
+    model = r.build()
+    assert model.pos_embedding.requires_grad
+    torch.testing.assert_close(model.pos_embedding[0, 0], torch.zeros(8))
+    torch.testing.assert_close(model.pos_embedding[0, 1:], sincos_positions_2d(3, 3, 8))
+    torch.manual_seed(0)
+    rand = ViTRecipe(**{**r.__dict__, "pos_init": "normal"}).build().pos_embedding.detach()
+    assert 0.01 < float(rand.std()) < 0.04  # std 0.02 (9 x 8 draws)
+
+
+def test_patch_embedding_equals_its_convolution_with_gradients():
+    """The matrix-product form computes what the convolution does, and the weights get the same gradients."""
+    torch.manual_seed(1)
+    emb = PatchEmbedding((6, 9), (2, 3), 4, in_channels=2).double()
+    X = torch.randn(3, 2, 6, 9, dtype=torch.float64)
+    got = emb(X)
+    want = emb.conv(X).flatten(2).transpose(1, 2)  # (B, N, 3, 3) -> (B, P, N)
+    torch.testing.assert_close(got, want)
+    g1 = torch.autograd.grad(got.square().sum(), (emb.conv.weight, emb.conv.bias))
+    g2 = torch.autograd.grad(emb.conv(X).flatten(2).transpose(1, 2).square().sum(), (emb.conv.weight, emb.conv.bias))
+    for a, b in zip(g1, g2):
+        torch.testing.assert_close(a, b)
 
 
 def test_augment_is_a_shift_and_maybe_a_mirror_of_each_image():
@@ -327,6 +376,11 @@ def test_recipe_checks_its_fields():
         ViTRecipe(warmup=1.0)
     with pytest.raises(ValueError, match="flip"):
         ViTRecipe(flip=2.0)
+    with pytest.raises(ValueError, match="pos_init"):
+        ViTRecipe(pos_init="zeros")
+    with pytest.raises(ValueError, match="divisible by 4"):
+        ViTRecipe(num_hiddens=30)
+    ViTRecipe(num_hiddens=30, pos_init="normal")  # the old start needs no particular width
     assert isinstance(CNN_RECIPE.build(), SmallCNN)
     assert CPU_RECIPE.vit_config().img_size == CPU_RECIPE.img_size
 
@@ -360,7 +414,9 @@ def test_recipe_trainer_learns_records_accuracy_and_cpu_time_and_ends_at_lr_zero
     model = recipe.build()
     trainer = RecipeTrainer(recipe, seed=0)
     h = trainer.fit(model, _Blobs())
-    assert len(h["val_acc"]) == len(h["cpu_seconds"]) == 8
+    assert len(h["val_acc"]) == len(h["cpu_seconds"]) == len(h["train_seconds"]) == 8
+    assert all(0 < a < b <= c for a, b, c in zip(h["train_seconds"], h["train_seconds"][1:], h["seconds"][1:]))
+    assert isinstance(trainer.optim, torch.optim.AdamW) and trainer.optim.defaults["fused"]
     assert h["train_loss"][-1] < 0.5 * h["train_loss"][0]
     assert h["val_acc"][-1] == 1.0
     assert all(a < b for a, b in zip(h["cpu_seconds"], h["cpu_seconds"][1:]))

@@ -94,23 +94,32 @@ def glance(image=None, patch_size: int = 7):
     return fig
 
 
-def accuracy_against_time(runs: dict, d2l: tuple[float, float] | None = None, ax=None):
-    """Test accuracy after each epoch against the training's CPU seconds, one curve per run.
+def accuracy_against_time(runs: dict, d2l: tuple[float, float] | None = None, ax=None, clock: str = "wall"):
+    """Test accuracy after each epoch against the training time, one curve per run.
 
-    ``runs`` maps a label to a history with ``cpu_seconds`` and ``val_acc`` (as :func:`qkv.vit.train_fashion_mnist`
-    records); ``d2l`` = (accuracy, seconds) adds D2L's published result as a horizontal line. Returns the axes.
+    ``runs`` maps a label to a history with ``val_acc`` and, per epoch, ``train_seconds`` (wall seconds of training,
+    evaluation excluded; ``clock="wall"``) or ``cpu_seconds`` (the process's CPU seconds; ``clock="cpu"``), as
+    :func:`qkv.vit.train_fashion_mnist` records them; ``d2l`` = (accuracy, seconds) adds D2L's published result as
+    a horizontal line. Returns the axes.
     """
+    keys = {"wall": "train_seconds", "cpu": "cpu_seconds"}
+    if clock not in keys:
+        raise ValueError(f"clock must be 'wall' or 'cpu', got {clock!r}")
+    key = keys[clock]
     use_svg_display()
     if ax is None:
         _, ax = plt.subplots(figsize=(5.6, 3.4))
     for k, (label, history) in enumerate(runs.items()):
-        seconds, acc = history["cpu_seconds"], history["val_acc"]
+        seconds, acc = history.get(key, []), history["val_acc"]
         if len(seconds) != len(acc) or not acc:
-            raise ValueError(f"{label}: need one cpu_seconds per val_acc, got {len(seconds)} and {len(acc)}")
+            raise ValueError(f"{label}: need one {key} per val_acc, got {len(seconds)} and {len(acc)}")
         ax.plot(seconds, acc, "o-", color=f"C{k}", label=label)
     if d2l is not None:
         ax.axhline(d2l[0], color="0.5", ls="--", label=f"D2L's ViT: {d2l[0]:.2f} after {d2l[1]:.0f} s on a GPU")
-    ax.set_xlabel("training time (CPU seconds, both threads together)")
+    ax.set_xlabel(
+        "training time (wall seconds, evaluation excluded)" if clock == "wall"
+        else "training time (CPU seconds, all threads together)"
+    )
     ax.set_ylabel("test accuracy")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
