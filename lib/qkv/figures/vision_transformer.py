@@ -117,7 +117,8 @@ def accuracy_against_time(runs: dict, d2l: tuple[float, float] | None = None, ax
     if d2l is not None:
         ax.axhline(d2l[0], color="0.5", ls="--", label=f"D2L's ViT: {d2l[0]:.2f} after {d2l[1]:.0f} s on a GPU")
     ax.set_xlabel(
-        "training time (wall seconds, evaluation excluded)" if clock == "wall"
+        "training time (wall seconds, evaluation excluded)"
+        if clock == "wall"
         else "training time (CPU seconds, all threads together)"
     )
     ax.set_ylabel("test accuracy")
