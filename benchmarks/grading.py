@@ -236,22 +236,31 @@ def compare(slug: str, args) -> int:
 
 
 SCALE_OUT = ROOT / "_build" / "benchmarks" / "grading-scale.md"
+JOURNAL = "grading-journal.jsonl"  # autograder.grade.Journal.NAME: one line per graded notebook, in the course folder
 OVERHEAD_TARGET = 0.15  # the cluster path may cost at most 15% more per submission than the local one, on one machine
 
 
-def watch_peak(proc: subprocess.Popen, found: dict) -> threading.Thread:
+def watch_peak(proc: subprocess.Popen, found: dict, journal: Path | None = None) -> threading.Thread:
     """Follow ``proc``'s own peak resident memory (``VmHWM``, without its children: the sandboxes) into
-    ``found["peak_mib"]`` until it ends."""
+    ``found["peak_mib"]`` until it ends; with ``journal`` (the course's grading journal, one line per graded
+    notebook), also ``found["rss"]``: (notebooks graded so far, resident MiB now) about once a second."""
 
     def follow():
         status = Path(f"/proc/{proc.pid}/status")
+        last = 0.0
         while proc.poll() is None:
             try:
-                for line in status.read_text().splitlines():
-                    if line.startswith("VmHWM:"):
-                        found["peak_mib"] = max(found.get("peak_mib", 0.0), int(line.split()[1]) / 1024)
+                fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
             except OSError:
                 break
+            found["peak_mib"] = max(found.get("peak_mib", 0.0), int(fields["VmHWM"].split()[0]) / 1024)
+            if journal is not None and time.monotonic() - last >= 1.0:
+                last = time.monotonic()
+                try:
+                    done = journal.read_bytes().count(b"\n")
+                except OSError:
+                    done = 0
+                found.setdefault("rss", []).append((done, int(fields["VmRSS"].split()[0]) / 1024))
             time.sleep(0.2)
 
     thread = threading.Thread(target=follow, daemon=True)
@@ -259,16 +268,28 @@ def watch_peak(proc: subprocess.Popen, found: dict) -> threading.Thread:
     return thread
 
 
-def timed(cmd) -> tuple[float, float, subprocess.CompletedProcess]:
-    """Run a grading command; returns its wall-clock seconds, the coordinator's peak MiB and what it did."""
+def timed(cmd, journal: Path | None = None) -> tuple[float, float, subprocess.CompletedProcess, list]:
+    """Run a grading command; returns its wall-clock seconds, the coordinator's peak MiB, what it did, and the
+    (graded so far, resident MiB) samples of :func:`watch_peak`."""
     found: dict = {}
     started = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=release.venv_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    watcher = watch_peak(proc, found)
+    watcher = watch_peak(proc, found, journal)
     out, err = proc.communicate()
     seconds = time.monotonic() - started
     watcher.join()
-    return seconds, found.get("peak_mib", float("nan")), subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    done = subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    return seconds, found.get("peak_mib", float("nan")), done, found.get("rss", [])
+
+
+def rss_at(samples: list, n: int) -> list[str]:
+    """The coordinator's resident MiB when a quarter, half, three quarters and all of the ``n`` notebooks were
+    graded (the last sample at or below each count), as table cells."""
+    cells = []
+    for q in (n // 4, n // 2, 3 * n // 4, n):
+        seen = [rss for done, rss in samples if done <= q]
+        cells.append(f"{seen[-1]:.0f}" if seen else "")
+    return cells
 
 
 def scale(slug: str, n: int, workers: int = 2) -> int:
@@ -304,21 +325,25 @@ def scale(slug: str, n: int, workers: int = 2) -> int:
             ):
                 course = work / label.split()[0]
                 shutil.copytree(template, course)
-                seconds, peak, done = timed([*base, "--course", str(course), "--out", str(course / "reports"), *extra])
+                cmd = [*base, "--course", str(course), "--out", str(course / "reports"), *extra]
+                seconds, peak, done, rss = timed(cmd, course / JOURNAL)
                 if done.returncode:
                     print(done.stdout, done.stderr, file=sys.stderr)
                     return 1
-                measured[label] = (seconds, peak, (course / "reports" / "grades.csv").read_text())
+                measured[label] = (seconds, peak, (course / "reports" / "grades.csv").read_text(), rss)
                 print(f"{label}: {seconds:.1f} s, coordinator peak {peak:.0f} MiB", file=sys.stderr)
-        (local_s, _, local_csv), (cluster_s, _, cluster_csv) = measured.values()
+        (local_s, _, local_csv, _), (cluster_s, _, cluster_csv, _) = measured.values()
         overhead = cluster_s / local_s - 1
         same = local_csv == cluster_csv
         rows = [
-            "| where | seconds | seconds per submission | vs local | coordinator peak MiB |",
-            "|---|---:|---:|---:|---:|",
+            "| where | seconds | s per submission | vs local | coordinator peak MiB | MiB at 1/4, 1/2, 3/4, all |",
+            "|---|---:|---:|---:|---:|---|",
         ]
-        for label, (seconds, peak, _) in measured.items():
-            rows.append(f"| {label} | {seconds:.1f} | {seconds / n:.3f} | {seconds / local_s:.2f}x | {peak:.0f} |")
+        for label, (seconds, peak, _, rss) in measured.items():
+            rows.append(
+                f"| {label} | {seconds:.1f} | {seconds / n:.3f} | {seconds / local_s:.2f}x | {peak:.0f} | "
+                f"{' / '.join(rss_at(rss, n))} |"
+            )
         ok = same and overhead <= OVERHEAD_TARGET
         table = "\n".join(
             [

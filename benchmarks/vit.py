@@ -48,7 +48,7 @@ TUNING = "## Tuning runs"  # the heading of the hand-kept record in OUT, which a
 
 def describe(r: ViTRecipe) -> str:
     if r.model == "cnn":
-        model = "CNN 32-64-128"
+        model = "CNN 16-32-64 (SmallCNN)"
     else:
         model = f"{r.img_size} px, patch {r.patch_size}, N {r.num_hiddens}, MLP {r.mlp_num_hiddens}, "
         model += f"{r.num_blks} blocks, {r.num_heads} heads, positions start {r.pos_init}"
