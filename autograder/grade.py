@@ -88,7 +88,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Collection
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
 import nbformat
@@ -111,6 +111,9 @@ from course.section import grading_limits
 
 STATUSES = ("graded", "tampered", "timeout", "kernel died", "invalid notebook", "missing")
 TAMPER_POLICIES = ("zero", "keep")  # what a tampered notebook scores (see grade())
+#: Prepared notebooks waiting per local sandbox (:func:`_grade_here`): enough that a sandbox never waits for the
+#: coordinator, few enough that the coordinator's memory stays flat however large the class.
+LOCAL_WINDOW = 4
 #: nbgrader metadata that no student may change (compared with the instructor's copy).
 LOCKED_KEYS = ("grade", "solution", "locked", "points", "schema_version", "checksum", "task")
 log = logging.getLogger("autograder.grade")
@@ -616,17 +619,12 @@ def grade_all(
 
 
 def _grade_here(subs, course: Course, jobs: int, per_notebook: dict, record) -> None:
-    """Grade ``subs`` on this machine, ``jobs`` sandboxes at a time; ``record(prep, run)`` each in this thread."""
-    runs = []
-    for sub in subs:
-        prep = prepare_safely(sub, course)
-        if prep.status is not None:
-            record(prep, None)
-        else:
-            runs.append(prep)
-    # One notebook after another (the pool takes them in order), so that each sandbox runs a notebook's shared
-    # prefix once; its limits change only with the notebook, when the sandbox starts again anyway.
-    runs.sort(key=lambda p: (p.sub.assignment, p.sub.notebook, p.sub.student))
+    """Grade ``subs`` on this machine, ``jobs`` sandboxes at a time; ``record(prep, run)`` each in this thread.
+
+    ``subs`` come in notebook order (:func:`grade_all` sorts them), so that each sandbox runs a notebook's shared
+    prefix once; its limits change only with the notebook, when the sandbox starts again anyway. A submission is
+    prepared (read, checked, its hidden tests put back) only when a sandbox has room for it, at most
+    :data:`LOCAL_WINDOW` per sandbox ahead, so the coordinator's memory does not grow with the class."""
     mine = threading.local()  # each worker thread's sandbox
     boxes: list[sb.Sandbox] = []  # every sandbox made, closed at the end
     made = threading.Lock()
@@ -646,11 +644,33 @@ def _grade_here(subs, course: Course, jobs: int, per_notebook: dict, record) -> 
         except Exception as err:  # noqa: BLE001 (a sandbox failure is this submission's result)
             return sb.RunResult(how="died", detail=f"the sandbox failed: {err}")
 
-    pool = ThreadPoolExecutor(max_workers=max(1, min(jobs, len(runs))), thread_name_prefix="sandbox")
+    def runnable():  # prepared one at a time; one that cannot run (unreadable, no answers) is recorded at once
+        for sub in subs:
+            prep = prepare_safely(sub, course)
+            if prep.status is not None:
+                record(prep, None)
+            else:
+                yield prep
+
+    workers = max(1, jobs)
+    source = runnable()
+    pending: dict = {}  # future -> prepared submission
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sandbox")
+
+    def refill() -> None:
+        while len(pending) < LOCAL_WINDOW * workers:
+            prep = next(source, None)
+            if prep is None:
+                return
+            pending[pool.submit(run, prep)] = prep
+
     try:
-        futures = {pool.submit(run, prep): prep for prep in runs}
-        for future in as_completed(futures):
-            record(futures[future], future.result())
+        refill()
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                record(pending.pop(future), future.result())
+            refill()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # on Ctrl-C: no new run starts, the running ones end
         for box in boxes:

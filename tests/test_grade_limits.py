@@ -228,3 +228,48 @@ def test_an_invalid_block_in_the_release_stops_the_run_before_any_grade(graded, 
     assert not (tmp_path / "out").exists() and not (course_dir / "autograded").exists()
     with Gradebook(f"sqlite:///{course_dir / 'gradebook.db'}") as gb:
         assert [s for a in gb.assignments for s in a.submissions] == []
+
+
+def test_local_grading_prepares_notebooks_only_as_sandboxes_have_room(monkeypatch):
+    """The local path (no --cluster) reads and prepares a submission only when a sandbox has room for it: however
+    large the class, at most LOCAL_WINDOW per sandbox are prepared and not yet recorded, so the coordinator's memory
+    stays flat. Every submission is recorded exactly once, those that cannot run at once and without a sandbox."""
+    import threading
+    from types import SimpleNamespace
+
+    prepared, recorded, in_flight = [], [], []
+    lock = threading.Lock()
+
+    def fake_prepare(sub, course):
+        with lock:
+            prepared.append(sub)
+        status = "missing" if sub % 7 == 0 else None
+        return SimpleNamespace(sub=SimpleNamespace(assignment="a", notebook="n", id=sub), prefix=[], cells=sub,
+                               status=status)  # fmt: skip
+
+    class FakeBox:
+        def __init__(self, limits):
+            self.limits = limits
+
+        def run(self, cells, prefix):
+            with lock:
+                in_flight.append(len(prepared) - len(recorded))
+            return sb.RunResult(how="done", detail=str(cells))
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(grade, "prepare_safely", fake_prepare)
+    monkeypatch.setattr(grade.sb, "Sandbox", FakeBox)
+    jobs, n = 2, 200
+    grade._grade_here(
+        range(n),
+        course=None,
+        jobs=jobs,
+        per_notebook={("a", "n"): sb.Limits()},
+        record=lambda prep, run: recorded.append((prep.sub.id, None if run is None else run.detail)),
+    )
+    assert sorted(i for i, _ in recorded) == list(range(n))  # each once
+    assert all((run is None) == (i % 7 == 0) for i, run in recorded)  # "missing" ones never reach a sandbox
+    assert all(run == str(i) for i, run in recorded if run is not None)
+    assert in_flight and max(in_flight) <= grade.LOCAL_WINDOW * jobs + 1  # +1: the one being prepared
