@@ -369,7 +369,7 @@ class ViTRecipe:
                 grid = model.patch_embedding.grid_size
                 model.pos_embedding[0, 1:] = sincos_positions_2d(*grid, self.num_hiddens)  # (P, N)
             else:
-                nn.init.trunc_normal_(model.pos_embedding, std=0.02)  # D2L's randn positions are as large as the patches
+                nn.init.trunc_normal_(model.pos_embedding, std=0.02)  # D2L: randn, as large as the patches
         return model
 
 
