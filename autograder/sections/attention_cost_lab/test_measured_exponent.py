@@ -1,7 +1,10 @@
 # Hidden: our own quadratic attention, timed by the CPU time of one thread (so that other programs on the grading
 # machine cannot move the exponent), must give 1.5 < k < 2.8 (the median of three sweeps, so that one unlucky sweep
 # cannot fail a correct answer); a linear-time function must give k < 1.5. The inputs must be self-attention inputs of
-# shape (batch, n, d) with batch = 2, the given clock must be used, and the times must be in ms.
+# shape (batch, n, d) with batch = 2, the given clock must be used, and the times must be in ms. The linear-time
+# function is a projection (n d^2 multiply-adds, well above the clock's noise) and is also taken as the median of
+# three sweeps: an elementwise q + v lasts microseconds, and on a busy machine (other programs evicting the caches)
+# one sweep of it once measured 1.72.
 import time as _time
 
 import qkv.costlab as _costlab
@@ -21,8 +24,11 @@ def _quadratic(q, k, v):
     return _T.bmm(_T.softmax(_T.bmm(q, k.transpose(1, 2)), dim=-1), v)  # (B, T, d) @ (B, d, T) @ (B, T, d)
 
 
+_W = _T.randn(_d, _d) / _d**0.5  # (d, d)
+
+
 def _linear(q, k, v):
-    return q + v  # (B, T, d): linear in T
+    return _T.matmul(q, _W) + v  # (B, T, d) @ (d, d) + (B, T, d): T d^2 multiply-adds, linear in T
 
 
 _threads = torch.get_num_threads()
@@ -30,7 +36,11 @@ torch.set_num_threads(1)
 try:
     with checks.forbid_reference(measured_exponent, (_costlab, "run_sweep")):
         _runs = [measured_exponent(_quadratic, _ns, d=_d, batch=_b, warmup=1, repeats=7, clock=_clock) for _ in "abc"]
-        _k_linear, _ = measured_exponent(_linear, _ns, d=_d, batch=_b, warmup=1, repeats=7, clock=_time.thread_time)
+        _linears = [
+            measured_exponent(_linear, _ns, d=_d, batch=_b, warmup=1, repeats=7, clock=_time.thread_time)[0]
+            for _ in "abc"
+        ]
+    _k_linear = sorted(float(_k) for _k in _linears)[1]  # the median of three sweeps
     _ref = []
     _x = _T.randn(_b, _ns[-1], _d)
     for _ in range(6):
