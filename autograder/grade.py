@@ -593,17 +593,9 @@ def grade_all(
         if client is not None:
             from autograder import cluster
 
-            def runnable():  # prepared one at a time, as the cluster has room (the coordinator's memory stays flat)
-                for sub in todo:
-                    prep = prepare_safely(sub, course)
-                    if prep.status is not None:
-                        record(prep, None)
-                    else:
-                        yield prep
-
             cluster.run_all(
                 client,
-                runnable(),
+                _runnable(todo, course, record),  # prepared as the cluster has room: the memory stays flat
                 lambda prep: per_notebook[prep.sub.assignment, prep.sub.notebook],
                 record,
                 token_of=lambda prep: hashlib.sha256(
@@ -616,6 +608,17 @@ def grade_all(
         bar.close()
         journal.close()
     return [results[k] for k in sorted(results)]
+
+
+def _runnable(subs, course: Course, record):
+    """The submissions of ``subs`` prepared one at a time, as the caller asks for the next (so that only those in
+    flight are held in memory); one that cannot run (unreadable, no answers) is recorded at once, without a run."""
+    for sub in subs:
+        prep = prepare_safely(sub, course)
+        if prep.status is not None:
+            record(prep, None)
+        else:
+            yield prep
 
 
 def _grade_here(subs, course: Course, jobs: int, per_notebook: dict, record) -> None:
@@ -644,16 +647,8 @@ def _grade_here(subs, course: Course, jobs: int, per_notebook: dict, record) -> 
         except Exception as err:  # noqa: BLE001 (a sandbox failure is this submission's result)
             return sb.RunResult(how="died", detail=f"the sandbox failed: {err}")
 
-    def runnable():  # prepared one at a time; one that cannot run (unreadable, no answers) is recorded at once
-        for sub in subs:
-            prep = prepare_safely(sub, course)
-            if prep.status is not None:
-                record(prep, None)
-            else:
-                yield prep
-
     workers = max(1, jobs)
-    source = runnable()
+    source = _runnable(subs, course, record)
     pending: dict = {}  # future -> prepared submission
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sandbox")
 
