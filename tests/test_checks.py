@@ -74,6 +74,25 @@ def test_check_scalar_and_check_true():
     checks.check_true(True, "fine")
 
 
+def test_load_exact_copies_matching_weights_and_names_what_differs():
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LayerNorm(4))
+    weights = {k: torch.randn_like(v) for k, v in module.state_dict().items()}
+    checks.load_exact(module, weights, "the block")
+    for k, v in module.state_dict().items():
+        assert torch.equal(v, weights[k])
+    missing = {k: v for k, v in weights.items() if k != "1.bias"}
+    with pytest.raises(checks.CheckFailed, match=r"(?s)the block has the parameters.*1\.bias"):
+        checks.load_exact(module, missing, "the block")
+    wrong_shape = {**weights, "0.weight": torch.zeros(4, 5)}
+    with pytest.raises(checks.CheckFailed, match=r"(?s)0\.weight"):
+        checks.load_exact(module, wrong_shape, "the block")
+    extra = {**weights, "2.weight": torch.zeros(4)}
+    with pytest.raises(checks.CheckFailed, match=r"(?s)2\.weight"):
+        checks.load_exact(module, extra, "the block")
+    assert torch.equal(module.state_dict()["0.weight"], weights["0.weight"])  # a failed check loads nothing
+
+
 def test_forbid_reference_catches_calls_aliases_subclasses_and_closures():
     ref = (attention, "masked_softmax")
 

@@ -59,6 +59,7 @@ __all__ = [
     "check_close",
     "check_scalar",
     "check_true",
+    "load_exact",
     "forbid_reference",
 ]
 
@@ -327,6 +328,22 @@ def check_true(condition: bool, what: str, hint: str | None = None) -> None:
     """A plain boolean check with a readable message (``condition`` must be exactly True)."""
     if condition is not True:
         _fail(what, True, condition, hint)
+
+
+def load_exact(module, weights: dict, what: str) -> None:
+    """Copy ``weights`` (name -> tensor) into ``module`` by name, after checking that its parameters and buffers are
+    exactly these names with these shapes; the hint names what is extra, missing or of another shape (the hidden
+    tests of 11.7 and 11.8 load drawn weights into an answer this way, then into a PyTorch reference)."""
+    got = {k: tuple(v.shape) for k, v in module.state_dict().items()}
+    want = {k: tuple(v.shape) for k, v in weights.items()}
+    differ = sorted(set(got) ^ set(want)) or [k for k in want if got.get(k) != want[k]]
+    check_true(
+        got == want,
+        f"{what} has the parameters the docstring names",
+        hint="build it exactly as the docstring says (names, sizes, biases); extra, missing or of another shape: "
+        + ", ".join(differ)[:200],
+    )
+    module.load_state_dict(weights)
 
 
 @contextlib.contextmanager

@@ -37,17 +37,7 @@ def _ffn_weights(gen, prefix, N, F):
     }
 
 
-def _load(module, weights, what):
-    """Copy ``weights`` into the answer's module by name, after checking that it has exactly these parameters."""
-    got = {k: tuple(v.shape) for k, v in module.state_dict().items()}
-    want = {k: tuple(v.shape) for k, v in weights.items()}
-    checks.check_true(
-        got == want,
-        f"{what} has the parameters the docstring names",
-        hint="build it exactly as the docstring says (names, sizes, biases); extra or missing: "
-        + ", ".join(sorted(set(got) ^ set(want)) or [k for k in want if got.get(k) != want[k]])[:200],
-    )
-    module.load_state_dict(weights)
+_load = checks.load_exact  # (module, weights, what): copy drawn weights in, names and shapes checked
 
 
 @_torch.no_grad()
