@@ -44,6 +44,22 @@ def test_cross_attention_is_the_decoders_own_over_the_valid_source(model_and_dat
             torch.testing.assert_close(attn.weights[i, :, t], cross[i].reshape(HEADS, -1)[:, :4])
 
 
+def test_cross_attention_decodes_the_sentence_once(model_and_data, monkeypatch):
+    """The translation and its weights come from one greedy decoding (each slider move or new sentence decodes)."""
+    import qkv.translate
+
+    calls = []
+    real = qkv.translate.translate
+
+    def counting(*args, **kwargs):
+        calls.append(args[2])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(qkv.translate, "translate", counting)
+    cross_attention(*model_and_data, "i lost .")
+    assert calls == [["i lost ."]]
+
+
 def test_explorer_in_jupyter_has_a_text_box_and_block_and_head_sliders(model_and_data, jupyter):
     model, data = model_and_data
     panel = cross_attention_explorer(model, data, "go .")

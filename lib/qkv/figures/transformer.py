@@ -26,6 +26,7 @@ __all__ = [
     "decoding_cost",
     "plot_decoding_cost",
     "translation_attention",
+    "decode_with_attention",
     "norm_placement_gradients",
     "plot_norm_placement",
 ]
@@ -186,6 +187,13 @@ def translation_attention(model, data, sentence: str, num_steps: int | None = No
     zero); its encoder-decoder attention (L, H, n, T_src); and the source's valid length. ``n`` counts the decoded
     tokens up to and including ``<eos>``.
     """
+    return decode_with_attention(model, data, sentence, num_steps)[1:]
+
+
+def decode_with_attention(model, data, sentence: str, num_steps: int | None = None):
+    """One greedy decoding of ``sentence``: ``(translation, encoder, decoder_self, decoder_cross, length)``, the
+    translation (a string) and the weights :func:`translation_attention` returns, from the same decoding
+    (D2L 11.7.5)."""
     from qkv.translate import translate
 
     num_steps = num_steps or data.num_steps
@@ -202,7 +210,7 @@ def translation_attention(model, data, sentence: str, num_steps: int | None = No
         for i in range(L):
             dec_self[i, :, t, : t + 1] = self_w[i].reshape(H, -1)  # (H, 1, t + 1) -> (H, t + 1)
             dec_cross[i, :, t] = cross_w[i].reshape(H, -1)  # (H, 1, T_src) -> (H, T_src)
-    return enc, dec_self, dec_cross, int(src_valid_len[0])
+    return translation, enc, dec_self, dec_cross, int(src_valid_len[0])
 
 
 def norm_placement_gradients(

@@ -39,15 +39,13 @@ class CrossAttention:
 def cross_attention(model, data, sentence: str) -> CrossAttention:
     """Translate ``sentence`` with the encoder-decoder ``model`` and keep its cross-attention over the valid source
     tokens (the padding, which gets weight 0, left out) (D2L 11.7.5)."""
-    from qkv.figures.transformer import translation_attention
-    from qkv.translate import translate
+    from qkv.figures.transformer import decode_with_attention
 
     if not isinstance(sentence, str):
         raise TypeError(f'sentence must be one string, such as "i\'m home .", got {type(sentence).__name__}')
     if not sentence.strip():
         raise ValueError('sentence is empty: type an English sentence, such as "i\'m home ."')
-    _, _, cross, length = translation_attention(model, data, sentence)  # cross: (L, H, n, T_src)
-    ((translation, _),) = translate(model, data, [sentence])
+    translation, _, _, cross, length = decode_with_attention(model, data, sentence)  # cross: (L, H, n, T_src)
     src_ids = data.build([sentence], ["."])[0][0]  # (T_src,): the source, padded
     src_tokens = data.src_vocab.to_tokens(src_ids.tolist())[:length]
     out_tokens = translation.split()
