@@ -45,7 +45,7 @@ def test_cross_attention_is_the_decoders_own_over_the_valid_source(model_and_dat
 
 
 def test_cross_attention_decodes_the_sentence_once(model_and_data, monkeypatch):
-    """The translation and its weights come from one greedy decoding (each slider move or new sentence decodes)."""
+    """The translation and its weights come from one greedy decoding (the explorer decodes each new sentence once)."""
     import qkv.translate
 
     calls = []
