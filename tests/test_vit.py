@@ -11,7 +11,7 @@ from torch import nn
 from qkv.vit import PatchEmbedding, ViT, ViTBlock, ViTConfig, ViTMLP
 
 
-def small_vit(**kw) -> ViT:
+def small_vit(cls=ViT, **kw) -> ViT:
     args = dict(
         img_size=12,
         patch_size=4,
@@ -24,7 +24,7 @@ def small_vit(**kw) -> ViT:
         in_channels=3,
     )
     args.update(kw)
-    return ViT(**args)
+    return cls(**args)
 
 
 def patches_by_hand(X: torch.Tensor, ph: int, pw: int) -> torch.Tensor:
@@ -421,6 +421,58 @@ def test_recipe_trainer_learns_records_accuracy_and_cpu_time_and_ends_at_lr_zero
     assert h["val_acc"][-1] == 1.0
     assert all(a < b for a, b in zip(h["cpu_seconds"], h["cpu_seconds"][1:]))
     assert trainer.optim.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+
+
+@settings(max_examples=15, deadline=None)
+@given(num_blks=st.integers(1, 3), batch=st.integers(1, 4), seed=st.integers(0, 2**16))
+def test_forward_cls_only_gives_the_logits_and_gradients_of_forward(num_blks, batch, seed):
+    """Skipping the last block's patch positions changes nothing the head reads: logits and every parameter's
+    gradient agree with forward() in float64 (a query, projection or MLP left on the wrong positions would not)."""
+    torch.manual_seed(seed)
+    model = small_vit(num_blks=num_blks).double()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.5)  # not the zero <cls> start: every path must matter
+    X = torch.randn(batch, 3, 12, 12, dtype=torch.float64)
+    Y = torch.randint(0, 10, (batch,))
+    grads = []
+    for run in (model, model.forward_cls_only):
+        model.zero_grad()
+        logits = run(X)  # (B, 10)
+        torch.nn.functional.cross_entropy(logits, Y).backward()
+        grads.append((logits.detach(), [p.grad.clone() for p in model.parameters()]))
+    (want, want_g), (got, got_g) = grads
+    assert got.shape == (batch, 10)
+    torch.testing.assert_close(got, want, atol=1e-10, rtol=1e-10)
+    for name_p, g, h in zip(model.named_parameters(), got_g, want_g):
+        torch.testing.assert_close(g, h, atol=1e-10, rtol=1e-8, msg=lambda m, n=name_p[0]: f"{n}: {m}")
+
+
+def test_forward_first_is_the_blocks_first_position():
+    torch.manual_seed(0)
+    blk = ViTBlock(8, 8, 12, 2, 0.0)
+    X = torch.randn(3, 5, 8)
+    torch.testing.assert_close(blk.forward_first(X), blk(X)[:, :1])
+    assert blk.forward_first(X).shape == (3, 1, 8)
+
+
+def test_recipe_trainer_runs_a_subclass_that_overrides_forward_as_it_is():
+    """The shortcut is for our ViT's own forward: a mean-pooling subclass must be trained and scored by its own
+    forward, not by the <cls> shortcut of its parent."""
+
+    class MeanPool(ViT):
+        calls = 0
+
+        def forward(self, X):
+            MeanPool.calls += 1
+            X = self.patch_embedding(X)  # (B, P, N)
+            return self.head(self.blks(X + self.pos_embedding[:, 1:]).mean(dim=1))  # (B, num_classes)
+
+    torch.manual_seed(0)
+    plain, pooled = small_vit(), small_vit(MeanPool)
+    X = torch.randn(2, 3, 12, 12)
+    torch.testing.assert_close(RecipeTrainer.logits(plain, X), plain(X))
+    assert torch.equal(RecipeTrainer.logits(pooled, X), pooled(X)) and MeanPool.calls == 2
 
 
 def test_train_fashion_mnist_trains_once_then_loads(tmp_path, monkeypatch):

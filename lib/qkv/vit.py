@@ -163,6 +163,17 @@ class ViTBlock(nn.Module):
         X = X + self.attention(Y, Y, Y, valid_lens)  # (B, T, N)
         return X + self.mlp(self.ln2(X))  # (B, T, N)
 
+    def forward_first(self, X: torch.Tensor) -> torch.Tensor:
+        """``self(X)[:, :1]``, computed for the first position only (our addition to D2L 11.8.3).
+
+        Position 0 still attends to every position, so its keys and values are computed for all of them; its query,
+        the attention's output projection, the second layer norm and the MLP are computed for position 0 alone.
+        (B, T, N) -> (B, 1, N). The last block of a classifier that reads only ``<cls>`` needs nothing more.
+        """
+        Y = self.ln1(X)  # (B, T, N)
+        X = X[:, :1] + self.attention(Y[:, :1], Y, Y)  # (B, 1, N): one query against T keys and values
+        return X + self.mlp(self.ln2(X))  # (B, 1, N)
+
 
 class ViT(nn.Module):
     """The Vision Transformer classifier (D2L 11.8.4).
@@ -217,14 +228,33 @@ class ViT(nn.Module):
         in_channels = fields.pop("in_channels")
         return cls(**fields, in_channels=in_channels)
 
-    def forward(self, X: torch.Tensor) -> torch.Tensor:
+    def embed(self, X: torch.Tensor) -> torch.Tensor:
+        """The blocks' input: ``<cls>`` and the patch features, plus positions (D2L 11.8.4).
+
+        (B, C, S, S) -> (B, P + 1, N)."""
         X = self.patch_embedding(X)  # (B, C, S, S) -> (B, P, N)
         cls = self.cls_token.expand(X.shape[0], -1, -1)  # (1, 1, N) -> (B, 1, N)
         X = torch.cat((cls, X), dim=1)  # (B, 1, N) ++ (B, P, N) -> (B, P + 1, N)
-        X = self.dropout(X + self.pos_embedding)  # (B, P + 1, N) + (1, P + 1, N)
+        return self.dropout(X + self.pos_embedding)  # (B, P + 1, N) + (1, P + 1, N)
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        X = self.embed(X)  # (B, C, S, S) -> (B, P + 1, N)
         for blk in self.blks:
             X = blk(X)  # (B, P + 1, N)
         return self.head(X[:, 0])  # (B, N) -> (B, num_classes)
+
+    def forward_cls_only(self, X: torch.Tensor) -> torch.Tensor:
+        """The logits of ``self(X)``, with the last block computed at ``<cls>`` only (our addition to D2L 11.8.4).
+
+        The head reads position 0 alone, so the last block's outputs at the P patch positions are computed and
+        thrown away; :meth:`ViTBlock.forward_first` skips them. The logits (and so the gradients) are those of
+        :meth:`forward` up to rounding, and a training step of :data:`CPU_RECIPE` takes about a fifth less time.
+        :class:`RecipeTrainer` uses it for models whose ``forward`` is this class's. (B, C, S, S) -> (B, num_classes).
+        """
+        X = self.embed(X)  # (B, C, S, S) -> (B, P + 1, N)
+        for blk in self.blks[:-1]:
+            X = blk(X)  # (B, P + 1, N)
+        return self.head(self.blks[-1].forward_first(X)[:, 0])  # (B, 1, N) -> (B, num_classes)
 
     def loss(self, Y_hat: torch.Tensor, Y: torch.Tensor, averaged: bool = True) -> torch.Tensor:
         """Cross-entropy of logits (B, num_classes) against labels (B,), as D2L's classifiers (D2L 4.5, 11.8.5)."""
@@ -466,7 +496,8 @@ class RecipeTrainer(Trainer):
     ``train_seconds`` (wall time spent training so far, evaluation excluded) and ``cpu_seconds`` (the process's
     CPU time spent training so far, evaluation excluded: all threads together, so it depends less on how busy
     the machine is). AdamW runs fused (one kernel for all parameters), which on two CPU cores saves about a tenth
-    of a training step against PyTorch's per-parameter default.
+    of a training step against PyTorch's per-parameter default, and a :class:`ViT` runs by
+    :meth:`ViT.forward_cls_only` (the same logits, about a fifth less time; see :meth:`logits`).
     """
 
     def __init__(self, recipe: ViTRecipe, *, seed: int, device="cpu", progress: bool = False):
@@ -482,12 +513,21 @@ class RecipeTrainer(Trainer):
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(optim, lambda s: warmup_cosine(s, total, r.warmup))
         return optim
 
+    @staticmethod
+    def logits(model: nn.Module, X: torch.Tensor) -> torch.Tensor:
+        """``model(X)``; for a :class:`ViT` whose ``forward`` is ours, the same logits by
+        :meth:`ViT.forward_cls_only`, which skips the last block's unread patch positions. A subclass that
+        overrides ``forward`` (mean pooling, say) is called as it is."""
+        if isinstance(model, ViT) and type(model).forward is ViT.forward:
+            return model.forward_cls_only(X)  # (B, C, S, S) -> (B, num_classes)
+        return model(X)  # (B, C, S, S) -> (B, num_classes)
+
     def compute_loss(self, model: nn.Module, batch) -> torch.Tensor:
         X, Y = batch
         if model.training:
             X = augment(X, self.recipe.shift, self.recipe.flip)
-            return F.cross_entropy(model(X), Y, label_smoothing=self.recipe.label_smoothing)
-        return F.cross_entropy(model(X), Y)
+            return F.cross_entropy(self.logits(model, X), Y, label_smoothing=self.recipe.label_smoothing)
+        return F.cross_entropy(self.logits(model, X), Y)
 
     def fit_epoch(self, model: nn.Module, loader) -> float:
         model.train()
@@ -518,7 +558,7 @@ class RecipeTrainer(Trainer):
         with torch.no_grad():
             for X, Y in loader:
                 X, Y = X.to(self.device), Y.to(self.device)
-                Y_hat = model(X)  # (B, num_classes)
+                Y_hat = self.logits(model, X)  # (B, num_classes)
                 loss += float(F.cross_entropy(Y_hat, Y, reduction="sum"))
                 correct += int((Y_hat.argmax(-1) == Y).sum())
                 count += Y.shape[0]
