@@ -56,19 +56,17 @@ def write_sources(course: Path = COURSE, sections=None) -> list[Path]:
 
 
 def release(course: Path = COURSE, sections=None) -> list[Path]:
-    """Write the sources and run ``nbgrader generate_assignment`` for every section."""
+    """Write the sources and run ``nbgrader generate_assignment`` for every section (all of them in one process,
+    :mod:`autograder.generate`)."""
     sections = sections or all_sections()
     write_sources(course, sections)
-    out = []
-    for section in sections:
-        cmd = [nbgrader_bin(), "generate_assignment", section.assignment, "--force", "--log-level=WARN"]
-        result = subprocess.run(cmd, cwd=course, capture_output=True, text=True, env=venv_env())
-        if result.returncode:
-            raise SystemExit(
-                f"nbgrader generate_assignment {section.assignment} failed:\n{result.stdout}{result.stderr}"
-            )
-        out.append(course / "release" / section.assignment / f"{section.slug}.ipynb")
-    return out
+    cmd = [sys.executable, "-m", "autograder.generate", *(section.assignment for section in sections)]
+    env = venv_env()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(ROOT), env.get("PYTHONPATH"))))  # run from the course
+    result = subprocess.run(cmd, cwd=course, capture_output=True, text=True, env=env)
+    if result.returncode:
+        raise SystemExit(f"{result.stdout}{result.stderr}")
+    return [course / "release" / section.assignment / f"{section.slug}.ipynb" for section in sections]
 
 
 def warm_trained(recipes=None) -> list:

@@ -116,3 +116,20 @@ def test_release_and_colab_notebooks_carry_the_kernels_language_info(released):
             assert info is not None, f"{section.slug}: the {where} notebook has no language_info"
             assert {k: info.get(k) for k in expected} == expected, f"{section.slug} ({where}): {info}"
             assert info["version"] == platform.python_version(), f"{section.slug} ({where}): version {info['version']}"
+
+
+def test_generate_stops_at_a_failing_assignment_and_says_which(tmp_path):
+    """release() runs every generate_assignment in one process (autograder.generate): a failure must still stop it
+    with a non-zero status and nbgrader's own reason, naming the assignment."""
+    import shutil
+    import sys
+
+    shutil.copyfile(nbs.ROOT / "autograder" / "nbgrader_config.py", tmp_path / "nbgrader_config.py")
+    env = release.venv_env() | {"PYTHONPATH": str(nbs.ROOT)}
+    cmd = [sys.executable, "-m", "autograder.generate", "missing-section"]
+    result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "generate_assignment missing-section failed" in result.stdout
+    assert "No notebooks were matched" in result.stdout
+    usage = subprocess.run(cmd[:3], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert usage.returncode == 2 and "usage" in usage.stdout
