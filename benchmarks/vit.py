@@ -30,9 +30,19 @@ from pathlib import Path
 
 # OpenMP's idle threads spin by default: fastest on an idle machine, but on a busy one a spinning thread waits for
 # a partner that is not scheduled and two-thread training runs several times slower (and burns CPU seconds). When
-# the machine is busy at the start (1-minute load above 1) idle threads sleep instead. Decided before torch starts.
-if "OMP_WAIT_POLICY" not in os.environ and os.getloadavg()[0] > 1.0:
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+# the machine is busy at the start (1-minute load above 1) idle threads sleep instead, which on an idle machine
+# makes this model's steps more than twice as slow. The 1-minute load lags: a job that ended a few seconds ago still
+# counts. So first wait up to SETTLE seconds for it to fall. Decided before torch starts.
+SETTLE = 150
+if "OMP_WAIT_POLICY" not in os.environ and os.getloadavg()[0] > 1.0 and not {"-h", "--help"} & set(sys.argv[1:]):
+    _waited = 0
+    while os.getloadavg()[0] > 1.0 and _waited < SETTLE:
+        print(f"waiting for the machine to settle: 1-minute load {os.getloadavg()[0]:.2f} ({_waited} s)", flush=True)
+        time.sleep(10)
+        _waited += 10
+    if os.getloadavg()[0] > 1.0:
+        print("the machine is busy: OpenMP threads will sleep when idle (OMP_WAIT_POLICY=PASSIVE)", flush=True)
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 
 import torch  # noqa: E402
 
@@ -52,6 +62,7 @@ def describe(r: ViTRecipe) -> str:
     else:
         model = f"{r.img_size} px, patch {r.patch_size}, N {r.num_hiddens}, MLP {r.mlp_num_hiddens}, "
         model += f"{r.num_blks} blocks, {r.num_heads} heads, positions start {r.pos_init}"
+        model += ", attention biases" if r.use_bias else ""
     return (
         f"{model}; AdamW {r.lr:g}, wd {r.weight_decay:g}, warm-up {r.warmup:g}, cosine; "
         f"smoothing {r.label_smoothing:g}; shift {r.shift}, flip {r.flip:g}; batch {r.batch_size}, {r.epochs} ep"
@@ -85,6 +96,13 @@ def warm_up() -> None:
     RecipeTrainer(tiny, seed=0).fit(tiny.build(), _One())
 
 
+def _boolean(value: str) -> bool:
+    words = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+    if value.lower() not in words:
+        raise ValueError(f"expected true or false, got {value!r}")
+    return words[value.lower()]
+
+
 def overrides(items) -> dict:
     """``["lr=0.003", "patch_size=4"]`` -> typed values for the :class:`ViTRecipe` fields they name."""
     fields = {f.name: f.type for f in dataclasses.fields(ViTRecipe)}
@@ -93,8 +111,11 @@ def overrides(items) -> dict:
         name, sep, value = item.partition("=")
         if not sep or name not in fields:
             raise SystemExit(f"--set {item!r}: use FIELD=VALUE with FIELD one of {', '.join(fields)}")
-        kind = {"int": int, "float": float}.get(str(fields[name]), str)
-        out[name] = kind(value)
+        kind = {"int": int, "float": float, "bool": _boolean}.get(str(fields[name]), str)
+        try:
+            out[name] = kind(value)
+        except ValueError as err:
+            raise SystemExit(f"--set {item!r}: {err}") from None
     return out
 
 

@@ -347,6 +347,7 @@ class ViTRecipe:
     num_blks: int = 2
     emb_dropout: float = 0.0
     blk_dropout: float = 0.0
+    use_bias: bool = False
     epochs: int = 12
     batch_size: int = 128
     lr: float = 3e-3
@@ -386,6 +387,7 @@ class ViTRecipe:
             emb_dropout=self.emb_dropout,
             blk_dropout=self.blk_dropout,
             lr=self.lr,
+            use_bias=self.use_bias,
         )
 
     def build(self) -> nn.Module:
