@@ -577,12 +577,12 @@ class RecipeTrainer(Trainer):
 #: Our ViT recipe for two CPU cores (see ``benchmarks/results/vit_cpu.md`` for the runs that chose it): 7 x 7
 #: patches of the 28-pixel images, width 64, 2 blocks, learned positions that start at a 2-D sine-cosine encoding,
 #: AdamW at 0.004 with warm-up and cosine decay, label smoothing 0.1, no augmentation, batches of 128, 12 epochs,
-#: and the last block computed at <cls> only (ViT.forward_cls_only): 107 to 111 s of training on two idle cores,
-#: about 216 CPU seconds; test accuracy 0.8911 over three seeds (0.8897 to 0.8923).
+#: and the last block computed at <cls> only (ViT.forward_cls_only): 107 to 117 s of training on two idle cores in
+#: two runs, 214 to 229 CPU seconds; test accuracy 0.8911 over three seeds (0.8897 to 0.8923).
 CPU_RECIPE = ViTRecipe()
 #: The CNN baseline: the same recipe with a larger learning rate (its batch norms allow it; 0.002 gave 0.880 and
-#: 0.005 gave 0.895 after 4 epochs in our tuning runs) and 6 epochs, which take a little less than the ViT's time
-#: (101 to 112 s on two idle cores; test accuracy 0.9018 over three seeds).
+#: 0.005 gave 0.895 after 4 epochs in our tuning runs) and 6 epochs, which take about the ViT's time (101 to 125 s
+#: on two idle cores in two runs; test accuracy 0.9018 over three seeds).
 CNN_RECIPE = ViTRecipe(model="cnn", epochs=6, lr=5e-3)
 
 
