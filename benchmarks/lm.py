@@ -23,12 +23,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
-if "OMP_WAIT_POLICY" not in os.environ and os.getloadavg()[0] > 1.0:
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+from qkv.openmp import choose_wait_policy  # noqa: E402 (imports no torch)
+
+# OpenMP's wait policy must be chosen before torch starts its threads: on a busy machine, wait for it to settle, else
+# let idle threads sleep (qkv.openmp says why). An OMP_WAIT_POLICY already in the environment wins.
+if not {"-h", "--help"} & set(sys.argv[1:]):
+    choose_wait_policy()
 
 import platform  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402

@@ -24,13 +24,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-# OpenMP's idle threads spin by default, which is fastest on an idle machine (about 1.4x faster steps than with
-# OMP_WAIT_POLICY=PASSIVE here) but, when other processes share the cores, a spinning thread waits for a partner
-# that is not scheduled and two-thread training ran 3-10x slower. So when the machine is busy at the start (1-minute
-# load average above 1, i.e. another process holds a core) idle threads sleep instead. This must be decided before
-# torch starts its thread pool; an OMP_WAIT_POLICY already in the environment wins.
-if "OMP_WAIT_POLICY" not in os.environ and os.getloadavg()[0] > 1.0:
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+from qkv.openmp import choose_wait_policy  # noqa: E402 (imports no torch)
+
+# OpenMP's wait policy must be chosen before torch starts its threads: on a busy machine, wait for it to settle, else
+# let idle threads sleep (qkv.openmp says why). An OMP_WAIT_POLICY already in the environment wins.
+if not {"-h", "--help"} & set(sys.argv[1:]):
+    choose_wait_policy()
 
 import torch  # noqa: E402
 

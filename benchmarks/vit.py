@@ -28,21 +28,12 @@ import sys
 import time
 from pathlib import Path
 
-# OpenMP's idle threads spin by default: fastest on an idle machine, but on a busy one a spinning thread waits for
-# a partner that is not scheduled and two-thread training runs several times slower (and burns CPU seconds). When
-# the machine is busy at the start (1-minute load above 1) idle threads sleep instead, which on an idle machine
-# makes this model's steps more than twice as slow. The 1-minute load lags: a job that ended a few seconds ago still
-# counts. So first wait up to SETTLE seconds for it to fall. Decided before torch starts.
-SETTLE = 150
-if "OMP_WAIT_POLICY" not in os.environ and os.getloadavg()[0] > 1.0 and not {"-h", "--help"} & set(sys.argv[1:]):
-    _waited = 0
-    while os.getloadavg()[0] > 1.0 and _waited < SETTLE:
-        print(f"waiting for the machine to settle: 1-minute load {os.getloadavg()[0]:.2f} ({_waited} s)", flush=True)
-        time.sleep(10)
-        _waited += 10
-    if os.getloadavg()[0] > 1.0:
-        print("the machine is busy: OpenMP threads will sleep when idle (OMP_WAIT_POLICY=PASSIVE)", flush=True)
-        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+from qkv.openmp import choose_wait_policy  # noqa: E402 (imports no torch)
+
+# OpenMP's wait policy must be chosen before torch starts its threads: on a busy machine, wait for it to settle, else
+# let idle threads sleep (qkv.openmp says why). An OMP_WAIT_POLICY already in the environment wins.
+if not {"-h", "--help"} & set(sys.argv[1:]):
+    choose_wait_policy()
 
 import torch  # noqa: E402
 
