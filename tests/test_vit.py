@@ -474,6 +474,16 @@ def test_recipe_trainer_runs_a_subclass_that_overrides_forward_as_it_is():
     torch.testing.assert_close(RecipeTrainer.logits(plain, X), plain(X))
     assert torch.equal(RecipeTrainer.logits(pooled, X), pooled(X)) and MeanPool.calls == 2
 
+    class Reversed(ViTBlock):  # a last block with its own forward, which the shortcut would skip
+        def forward(self, X, valid_lens=None):
+            return super().forward(X, valid_lens).flip(-1)  # features reversed: no layer norm undoes that
+
+    last = plain.blks[-1]
+    plain.blks[-1] = Reversed(16, 16, 32, 2, 0.0)
+    plain.blks[-1].load_state_dict(last.state_dict())
+    assert torch.equal(RecipeTrainer.logits(plain, X), plain(X))
+    assert not torch.allclose(plain.forward_cls_only(X), plain(X))
+
 
 def test_train_fashion_mnist_trains_once_then_loads(tmp_path, monkeypatch):
     """Through qkv.trained.fit_or_load (a smoke run under the test suite): the second call loads."""

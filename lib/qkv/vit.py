@@ -248,7 +248,8 @@ class ViT(nn.Module):
 
         The head reads position 0 alone, so the last block's outputs at the P patch positions are computed and
         thrown away; :meth:`ViTBlock.forward_first` skips them. The logits (and so the gradients) are those of
-        :meth:`forward` up to rounding, and a training step of :data:`CPU_RECIPE` takes about a fifth less time.
+        :meth:`forward` up to rounding; a raw training step of :data:`CPU_RECIPE` takes about a fifth less time, and
+        its 12 epochs about 13% less (``benchmarks/results/vit_cpu.md``, session 8).
         :class:`RecipeTrainer` uses it for models whose ``forward`` is this class's. (B, C, S, S) -> (B, num_classes).
         """
         X = self.embed(X)  # (B, C, S, S) -> (B, P + 1, N)
@@ -499,7 +500,7 @@ class RecipeTrainer(Trainer):
     CPU time spent training so far, evaluation excluded: all threads together, so it depends less on how busy
     the machine is). AdamW runs fused (one kernel for all parameters), which on two CPU cores saves about a tenth
     of a training step against PyTorch's per-parameter default, and a :class:`ViT` runs by
-    :meth:`ViT.forward_cls_only` (the same logits, about a fifth less time; see :meth:`logits`).
+    :meth:`ViT.forward_cls_only` (the same logits, about 13% less time a run; see :meth:`logits`).
     """
 
     def __init__(self, recipe: ViTRecipe, *, seed: int, device="cpu", progress: bool = False):
@@ -517,10 +518,11 @@ class RecipeTrainer(Trainer):
 
     @staticmethod
     def logits(model: nn.Module, X: torch.Tensor) -> torch.Tensor:
-        """``model(X)``; for a :class:`ViT` whose ``forward`` is ours, the same logits by
-        :meth:`ViT.forward_cls_only`, which skips the last block's unread patch positions. A subclass that
-        overrides ``forward`` (mean pooling, say) is called as it is."""
-        if isinstance(model, ViT) and type(model).forward is ViT.forward:
+        """``model(X)``; for a :class:`ViT` whose ``forward`` and last block's ``forward`` are ours, the same logits
+        by :meth:`ViT.forward_cls_only`, which skips the last block's unread patch positions. A subclass that
+        overrides either (mean pooling, say) is called as it is."""
+        ours = isinstance(model, ViT) and type(model).forward is ViT.forward
+        if ours and type(model.blks[-1]).forward is ViTBlock.forward:  # and so is its last block's
             return model.forward_cls_only(X)  # (B, C, S, S) -> (B, num_classes)
         return model(X)  # (B, C, S, S) -> (B, num_classes)
 
