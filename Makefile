@@ -41,7 +41,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 test: lint
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(JOBS)
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done

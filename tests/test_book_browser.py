@@ -27,9 +27,7 @@ from course.section import sections
 from publish import colab
 from tests.support import browser
 
-# Every test that needs this repository's student edition runs on one xdist worker (make test's --dist loadgroup):
-# that worker builds the book once, while the other runs the rest instead of waiting on the build's lock.
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("student-book")]
+pytestmark = pytest.mark.browser
 
 ROOT = nbs.ROOT
 PAGES = nbs.toc_files()  # "book/intro", ... in reading order

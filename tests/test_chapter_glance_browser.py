@@ -19,9 +19,7 @@ import pytest
 from course import notebooks as nbs
 from tests.support import browser
 
-# Every test that needs this repository's student edition runs on one xdist worker (make test's --dist loadgroup):
-# that worker builds the book once, while the other runs the rest instead of waiting on the build's lock.
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("student-book")]
+pytestmark = pytest.mark.browser
 
 EN, ZH = "book/chapter-at-a-glance.html", "book/chapter-at-a-glance-zh.html"
 SHOTS = nbs.ROOT / "_build" / "screenshots" / "chapter-at-a-glance"

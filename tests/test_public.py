@@ -378,7 +378,6 @@ def _page_text(path: Path) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("student-book")  # with the other users of the built book (test_book_browser.py)
 def test_make_book_in_the_tree_builds_the_same_student_edition(tree_copy):
     """The tree's own ``make book`` (its Makefile, staging, configuration and extension) builds the book. It starts
     from a copy of this repository's student build, so that Jupyter Book finds every notebook in its execution
