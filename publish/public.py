@@ -43,7 +43,7 @@ MARKER = ".public-edition"
 
 #: What the public tree copies from this repository. An entry ending in ``/`` is a folder: every file under it.
 ALLOW: dict[str, str] = {
-    "book/": "the student text: one notebook per section, book/_assets (the CSS), book/_ext (the Colab button)",
+    "book/": "the student text: one notebook per section, book/_assets (the CSS), book/_ext (Sphinx extensions)",
     "lib/qkv/": "the course library qkv",
     "_config.yml": "the book's configuration",
     "_toc.yml": "the book's table of contents",

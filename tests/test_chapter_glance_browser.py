@@ -72,6 +72,7 @@ def _read(html) -> dict:
             page, visit = reader.open(path)
             try:
                 info = page.evaluate(_PAGE_JS)
+                info["lang"] = page.evaluate("document.documentElement.lang")
                 info["problems"] = visit.problems()
                 if name == "zh":
                     info["fonts"] = {selector: _fonts_used(page, selector) for selector in PROBES}
@@ -109,6 +110,12 @@ def seen():
         pytest.fail(f"the student edition did not build: {err}", pytrace=False)
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(_read, html).result()
+
+
+def test_each_page_declares_its_own_language(seen):
+    """<html lang>: screen readers and glyph choice follow it (book/_ext/page_language.py)."""
+    assert seen["zh"]["lang"] == "zh-Hans"
+    assert seen["en"]["lang"] == "en"
 
 
 def test_chinese_text_is_drawn_with_a_cjk_font(seen):
