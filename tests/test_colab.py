@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import types
 
@@ -12,13 +11,11 @@ import pytest
 from course import notebooks as nbs
 from course.section import sections as all_sections
 from publish import colab
+from tests.support import book_ext
 
 
 def _launch_extension():
-    spec = importlib.util.spec_from_file_location("colab_launch", nbs.ROOT / "book" / "_ext" / "colab_launch.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return book_ext.load("colab_launch")
 
 
 def test_the_colab_button_moves_from_the_md_source_to_the_ipynb_on_the_notebooks_branch():

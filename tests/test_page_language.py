@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 from types import SimpleNamespace
 
 import pytest
 
-from course import notebooks as nbs
+from tests.support import book_ext
 
 
 def _extension():
-    spec = importlib.util.spec_from_file_location("page_language", nbs.ROOT / "book" / "_ext" / "page_language.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return book_ext.load("page_language")
 
 
 def test_only_the_listed_page_gets_its_language():
