@@ -21,8 +21,29 @@ Shape comments sit at the end of the line, in one notation::
     V   vocabulary size                     E   embedding size
     L   number of layers / blocks           P   number of patches
     C   image channels                      S   image side (pixels)
+    G   number of key/value heads           M   MLP hidden size (mlp_num_hiddens)
+    p   patch side (pixels)
 
 Example: ``scores = queries @ keys.transpose(1, 2)  # (B, Q, d) @ (B, d, K) -> (B, Q, K)``.
+
+In the prose
+------------
+The sections' equations use the same letters, italic for a size, bold lower case for a vector (``q``, ``k``, ``v``:
+one query, key, value) and bold upper case for a matrix (``Q``, ``K``, ``V``: all of them), so that the size K and
+the matrix of keys are told apart by the type. A few letters have one more meaning on a page of their own, and
+keep that one meaning all through the page:
+
+====  =====================================================================================
+D2L   letters of that page's prose beyond the table above
+====  =====================================================================================
+11.5  r = H / G query heads per key/value head; delta, the offset a head reads (t + delta);
+      b, i, t, f the indices of an example, a head, a position and a feature
+11.6  n the length of a sequence (D2L's letter in the complexity table; T in the code);
+      k the kernel size of a convolution; bold P the sinusoidal table, rows p_i;
+      i a position, j a pair of columns, delta an offset, omega_j and theta_j frequencies
+11.8  h, w the image's height and width and p_h, p_w the patch's (D2L's letters; the
+      per-head size does not appear on that page); bold Z the tokens, Z^(L) after L blocks
+====  =====================================================================================
 
 Sections and modules
 --------------------

@@ -3,6 +3,17 @@
 # same weights (its attn_mask from the lengths); dropout on the weights in training mode only; the number of
 # matrix products independent of the number of heads (no loop over heads); nothing that ties forward to the
 # CPU (lengths read into Python, tensors made without device=); not the reference.
+# Contract: the page's sentences each check relies on.
+#   "lazy projections W_q, W_k, W_v, W_o, each to N features, with bias as given (D2L: none)" -> all four used, no bias
+#   "valid_lens None, lengths (B,) or (B, Q), as in att.masked_softmax." -> no mask, per example, per query
+#   "repeat the lengths per head, scale the scores by sqrt(N / H)," -> weights, against loops
+#   "mask with att.masked_softmax" -> huge scores
+#   "multiply by the values, unfold with ref.transpose_output and apply W_o." -> output, two references
+#   "store the weights, (B * H, Q, K), before dropout, in self.attention_weights;" -> weights before dropout
+#   "apply self.dropout to them," -> dropout on the weights, in training mode only
+#   "No Python loop over the heads, and no call to ref.MultiHeadAttention." -> products counted; no reference
+#   "every tensor stays there (no value read out with .tolist() or .item()," -> no reads into Python
+#   "no new tensor made without device=)" -> no tensor made without device=
 import torch as _torch
 
 _NAMES = ("W_q", "W_k", "W_v", "W_o")

@@ -1,6 +1,11 @@
 # Hidden: several shapes (multi-head, grouped, multi-query; 1 and 32 layers; batch 1 and 3; 2, 4 and 1 bytes a
 # number); the references count the weights of bias-free nn.Linear layers and the numbers of the cached keys and
 # values, made on the 'meta' device (shapes only, no memory), so that a long context costs nothing to check.
+# Contract: the page's sentences each check relies on.
+#   "W_q, W_o (N x N) and W_k, W_v (N to G h), no bias." -> the parameters, several shapes
+#   "The cache holds the keys and the values of every layer for batch_size sequences of seq_len tokens." -> cache_bytes
+#   "each number taking `bytes_per_number` bytes" -> 1, 2 and 4 bytes a number
+#   "Returns (parameters, cache_bytes), two Python ints." -> the types
 import torch as _torch
 
 _nn = _torch.nn

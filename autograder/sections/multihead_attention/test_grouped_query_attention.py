@@ -2,6 +2,15 @@
 # example and per query, huge scores; references by explicit loops over examples and query heads (query head i with
 # key/value head i // (H / G)); the number of matrix products independent of H and G; nothing that ties it to the
 # CPU; neither the reference nor PyTorch's fused attention called.
+# Contract: the page's sentences each check relies on.
+#   "queries (B, H, Q, h), keys (B, G, K, h), values (B, G, K, v), with H a multiple of G:" -> grouped, MQA, MHA shapes
+#   "query head i attends with key/value head i // (H / G)." -> outputs against loops over the query heads
+#   "valid_lens None, lengths (B,) or (B, Q), the same for every head;" -> no mask, per example, per query
+#   "mask with att.masked_softmax. Scores scaled by sqrt(h)." -> the loops' masking and scale; huge scores
+#   "No Python loop over heads or groups;" -> products counted for three (H, G)
+#   "no call to ref.grouped_query_attention or to F.scaled_dot_product_attention." -> both forbidden
+#   "every tensor stays there (no value read out with .tolist() or .item()," -> no reads into Python
+#   "no new tensor made without device=)" -> no tensor made without device=
 import torch.nn.functional as _F
 
 

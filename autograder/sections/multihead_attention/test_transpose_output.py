@@ -1,5 +1,10 @@
 # Hidden: float64, other sizes (B = 1, one position, one head, h = 1 included), the layout against explicit
 # slicing of nested lists, the dtype kept, 'meta' tensors, and no call to the reference.
+# Contract: the page's sentences each check relies on.
+#   "Returns (B, T, H * h):" -> the shape, at other sizes
+#   "position t of example b holds the outputs of heads 0, ..., H - 1 side by side." -> the layout, against slicing
+#   "Same dtype and device as X." -> float64 kept; 'meta' tensors work
+#   "no call to ref.transpose_qkv or ref.transpose_output." -> the reference is forbidden
 _hint = (
     "reshape (B * H, T, h) to (B, H, T, h), swap the head and position axes, then reshape to (B, T, H * h): "
     "rows b * H .. b * H + H - 1 are the heads of example b"

@@ -1,5 +1,10 @@
 # Hidden: float64, other sizes (B = 1, one position, one head, h = 1 included), the layout against explicit
 # slicing of nested lists, the dtype kept, 'meta' tensors, and no call to the reference.
+# Contract: the page's sentences each check relies on.
+#   "Returns (B * H, T, h) with H = num_heads and h = N / H" -> the shape, at other sizes
+#   "row b * H + i holds head i of example b, the features i * h .. (i + 1) * h - 1" -> the layout, against slicing
+#   "Same dtype and device as X." -> float64 kept; 'meta' tensors work
+#   "no call to ref.transpose_qkv or ref.transpose_output." -> the reference is forbidden
 _hint = (
     "reshape to (B, T, H, h), move the heads next to the batch, (B, H, T, h), then reshape to "
     "(B * H, T, h): row b * H + i is head i of example b"
