@@ -303,3 +303,53 @@ def test_the_permutation_figure_shows_the_first_twelve_of_the_hundred_features()
     cells = " ".join(c.source for c in nbs.read(section(SELF_ATTENTION).path).cells if c.cell_type == "code")
     assert f"slice(0, {int(shown)})" in cells, "the permutation cell shows another number of features"
     assert f"num_hiddens, num_heads = {int(total)}," in cells, "the section's attention has another width"
+
+
+def _alt_texts(slug: str) -> str:
+    cells = nbs.read(section(slug).path).cells
+    return " ".join(" ".join(c.metadata.get("mystnb", {}).get("image", {}).get("alt", "").split()) for c in cells)
+
+
+def _turns(position: int, pair: int, num_hiddens: int) -> float:
+    """How far pair ``pair`` of the table turns from position 0 to ``position``, in turns, from the explorer's own
+    points (each step turns by less than half a turn, so the angles between neighbours add up)."""
+    from qkv.widgets import self_attention_and_positional_encoding as widgets
+
+    pts = widgets.pair_trajectory(position, pair, num_hiddens)  # (T, 2): (cos, sin)
+    steps = torch.atan2(pts[:-1, 0] * pts[1:, 1] - pts[:-1, 1] * pts[1:, 0], (pts[:-1] * pts[1:]).sum(1))
+    return steps.sum().item() / (2 * math.pi)
+
+
+def test_the_explorers_alt_text_says_how_far_each_pair_turns():
+    """The encoding explorer's alt text: 'pair 0 goes round more than once in 10 positions, pair 3 covers about a
+    quarter turn in 10 and a little more than a full turn in 40, pair 8 about a sixteenth of a turn in 40', for the
+    static grid's own settings and width."""
+    import inspect
+
+    from qkv.widgets import self_attention_and_positional_encoding as widgets
+
+    alt = _alt_texts(SELF_ATTENTION)
+    claim = (
+        "pair 0 goes round more than once in 10 positions, pair 3 covers about a quarter turn in 10 and a little more "
+        "than a full turn in 40, pair 8 about a sixteenth of a turn in 40"
+    )
+    assert claim in alt, "the explorer's alt text no longer says how far the pairs turn: update this test"
+    defaults = inspect.signature(widgets.encoding_grid).parameters
+    settings, d = defaults["settings"].default, defaults["num_hiddens"].default
+    assert tuple(settings) == ((10, 0), (10, 3), (40, 3), (40, 8)), f"the grid shows other settings: {settings}"
+    turns = {s: _turns(*s, d) for s in settings}
+    assert turns[(10, 0)] > 1, turns
+    assert abs(turns[(10, 3)] - 1 / 4) < 0.05, f"pair 3 turns {turns[(10, 3)]:.2f} in 10 positions"
+    assert 1 < turns[(40, 3)] < 1.2, f"pair 3 turns {turns[(40, 3)]:.2f} in 40 positions"
+    assert abs(turns[(40, 8)] - 1 / 16) < 0.01, f"pair 8 turns {turns[(40, 8)]:.3f} in 40 positions"
+
+
+def test_rotary_embedding_is_related_to_d2ls_third_exercise_but_learns_nothing():
+    """Error 12 of the 2026-12-01 review: D2L's exercise 3 asks for *learned* offset embeddings; the page calls RoPE
+    related and parameter-free, which the reference is (no parameters), and never 'the answer'."""
+    from qkv.positional import RotaryPositionalEmbedding
+
+    text = prose(SELF_ATTENTION)
+    assert "a parameter-free relative-position method, related to D2L's third exercise" in text
+    assert "the answer to one of D2L's exercises" not in text
+    assert not list(RotaryPositionalEmbedding(8).parameters()), "the reference rotary embedding learns nothing"

@@ -130,8 +130,10 @@ class LearnedPositionalEncoding(nn.Module):
     (``forward(X, offset)``: rows ``offset .. offset + T - 1``).
     ``self.P`` is an ``nn.Parameter`` of shape (1, max_len, N), initialised
     with independent normal noise of mean 0 and standard deviation
-    ``init_std`` (0.02 by default, the value of the original BERT and of
-    D2L's ViT), so the encodings start small next to the token embeddings.
+    ``init_std`` (0.02 by default, the ``initializer_range`` of the original
+    BERT), so the encodings start small next to the token embeddings. D2L's
+    ViT (11.8) starts its positions larger, with ``torch.randn`` (standard
+    deviation 1): ``init_std=1`` gives that start.
     A sequence longer than ``max_len`` raises a ValueError.
     """
 

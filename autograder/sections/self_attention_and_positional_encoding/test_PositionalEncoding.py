@@ -1,11 +1,23 @@
 # Hidden: d = 8, max_len = 1000; the table against sin/cos computed with Python's math in float64 (positions from 0,
 # interleaved, frequency 1 / 10000^(2j/d)) to 1e-6 at every position up to 999 (angles in float32 are off by 1e-5 and
-# more there); P is a buffer and no parameter, and .to('meta') moves it (cheap: no operation runs on 'meta'); a float64
-# input gives a float64 output; T < max_len uses the first T rows; dropout acts on X + P in training only.
+# more there); P is a buffer and no parameter, in the default dtype, and .to('meta') moves it (cheap: no operation runs
+# on 'meta'); a float64 input gives a float64 output, and bfloat16 and float16 inputs keep their dtype (and their sums
+# X + P to half precision); T < max_len uses the first T rows; dropout acts on X + P in training only.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+# Contract: the page's sentences each check relies on.
+#   "Compute P[i, 2j] = sin(i / 10000^(2j/d)) and P[i, 2j+1] = cos(i / 10000^(2j/d))" -> rows up to 999, to 1e-6
+#   "for the positions i = 0 .. max_len - 1, in float64," -> positions from 0; angles in float64
+#   "keep P as a buffer of shape (1, max_len, d) in the default dtype" -> P's shape and dtype
+#   "self.register_buffer("P", ...), so that it moves with .to(device) and is not a parameter." -> buffer, .to('meta')
+#   "Returns self.dropout(X + P[:, :T, :]), of shape (B, T, d) and X's dtype," -> T = 11 of 1000 rows
+#   "whatever that is (float16, bfloat16 and float64 too: cast the rows of P to X.dtype)." -> the dtypes kept
+#   "Keep nn.Dropout(dropout) as self.dropout." -> dropout on X + P, in training mode only
 import math as _math
 
+import qkv.positional as _qp
+
 _T = checks.trusted
+_torch = _qp.torch  # torch as qkv bound it at import, before any student code
 _f64 = _T.float64
 _Tensor = type(_T.zeros(0))
 
@@ -16,6 +28,11 @@ checks.check_true(
     hint="self.register_buffer('P', P); not nn.Parameter, not a plain attribute",
 )
 checks.check_shape(_enc.P, (1, 1000, 8), "P (hidden, d = 8, max_len = 1000)")
+checks.check_true(
+    _enc.P.dtype == _torch.get_default_dtype(),
+    f"P is stored in the default dtype, {_torch.get_default_dtype()} (hidden; got {_enc.P.dtype})",
+    hint="compute the angles in float64, then store the table with .to(torch.get_default_dtype())",
+)
 _rows = [0, 1, 2, 7, 100, 499, 998, 999]
 _expected = _T.tensor(
     [
@@ -47,6 +64,22 @@ checks.check_true(
 checks.check_close(
     _out, _X + _expected.new_tensor(_enc.P[0, :11].detach().tolist()), "forward(X), T = 11 (hidden)", atol=1e-12
 )
+# half precision: the rows of P are cast to X's dtype before the sum (type promotion would give float32)
+for _half in (_torch.bfloat16, _torch.float16):
+    _Xh = _T.randn(2, 7, 8, dtype=_f64).to(_half)  # (B, T, d)
+    _outh = _enc(_Xh)
+    checks.check_true(
+        isinstance(_outh, _Tensor) and _outh.dtype == _half,
+        f"a {_half} input gives a {_half} output (hidden; got {getattr(_outh, 'dtype', type(_outh).__name__)})",
+        hint="add self.P[:, :T].to(X.dtype): a float32 table added to a half-precision X gives float32",
+    )
+    checks.check_close(
+        _outh.double(),
+        (_Xh + _enc.P[0, :7].detach().to(_half)).double(),
+        f"forward(X) for a {_half} X (hidden)",
+        atol=0.01,
+        rtol=0.01,
+    )
 # the device: a buffer moves with .to(); a plain attribute stays where it was made
 _meta = PositionalEncoding(8, 0.0, max_len=50).to("meta")
 _where = str(getattr(_meta.P, "device", "?")) if isinstance(getattr(_meta, "P", None), _Tensor) else "no tensor P"

@@ -1,9 +1,16 @@
 # Hidden: eq-rope against explicit rotations in float64 built with Python's math, for (2, 3, 7, 10) inputs with two
 # bases and one long sequence (T = 2048, where float32 angles are off by 1e-4); then a property test (hypothesis,
 # derandomised, no example database): for random even h, T, base and vectors q, k, the scores of rotary(q) at position
-# m and rotary(k) at position n depend on n - m only (the matrix is constant along its diagonals) and the lengths of the
-# interleaved pairs are kept; the dtype of x is kept; no tensor is made off x's device.
+# i and rotary(k) at position i + delta depend on delta only (the matrix is constant along its diagonals) and the
+# lengths of the interleaved pairs are kept; the dtype of x is kept; no tensor is made off x's device.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+# Contract: the page's sentences each check relies on.
+#   "x: (..., T, h), h even: the queries or keys of T positions 0 .. T-1." -> (2, 3, 7, 10), (2048, 4) inputs
+#   "base: theta_j = base^(-2j/h) for the pairs j = 0 .. h/2 - 1." -> several bases
+#   "pair (x[2j], x[2j+1]) of position t turned counter-clockwise by t * theta_j (eq-rope)," -> explicit rotations
+#   "pairs interleaved as in x. Angles computed in float64." -> lengths of the pairs; T = 2048 to 1e-9
+#   "it depends on the positions only through the offset $\delta$ between them." -> property test of the scores
+#   "(..., T, h), of x's dtype and device:" -> float32 kept; no tensor off x's device
 import math as _math
 
 from hypothesis import given as _given
@@ -67,9 +74,9 @@ def _relative_only(half, T, base, seed):
     q, k = _T.randn(h, generator=g, dtype=_f64), _T.randn(h, generator=g, dtype=_f64)
     rq = rotary(q.expand(T, h), base=base)  # (T, h)
     rk = rotary(k.expand(T, h), base=base)  # (T, h)
-    S = rq @ rk.T  # (T, T): S[m, n] = score of q at position m and k at position n
+    S = rq @ rk.T  # (T, T): S[i, i + delta] = score of q at position i and k at position i + delta
     if not bool((S[1:, 1:] - S[:-1, :-1]).abs().max() <= 1e-9):
-        _failures.append(f"h = {h}, T = {T}, base = {base:g}: S[m + 1, n + 1] != S[m, n]")
+        _failures.append(f"h = {h}, T = {T}, base = {base:g}: S[1:, 1:] != S[:-1, :-1]")
     lengths = rq.reshape(T, half, 2).norm(dim=-1)  # (T, h/2)
     if not bool((lengths - q.reshape(half, 2).norm(dim=-1)).abs().max() <= 1e-9):
         _failures.append(f"h = {h}, T = {T}, base = {base:g}: the lengths of the pairs (x[2j], x[2j+1]) changed")
@@ -78,7 +85,7 @@ def _relative_only(half, T, base, seed):
 _relative_only()
 checks.check_true(
     not _failures,
-    "for random sizes, bases and vectors, scores depend on n - m only and pairs keep their lengths (hidden"
+    "for random sizes, bases and vectors, scores depend on the offset only and pairs keep their lengths (hidden"
     + (f"; first failure: {_failures[0]})" if _failures else ")"),
     hint="rotate each interleaved pair (x[2j], x[2j+1]) by t * theta_j, theta_j = base^(-2j/h), t = 0 .. T-1",
 )

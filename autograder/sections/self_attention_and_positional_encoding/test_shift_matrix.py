@@ -2,6 +2,13 @@
 # float64, and W p_i = p_(i + delta) for 60 positions i of a table computed with math.sin and math.cos; W is
 # orthogonal, and W(a) W(b) = W(a + b). The function must be the student's own.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+# Contract: the page's sentences each check relies on.
+#   "The matrix W of shape (d, d), float64," -> shape and dtype
+#   "with W @ p_i = p_(i + delta) for every row p_i of the sinusoidal table" -> 60 positions of a math table
+#   "delta: the offset, an int (negative too)." -> delta = -7, 1, 5, 123, 1000
+#   "num_hiddens: d, even." -> d = 4, 10, 16
+#   "W, zero except for the 2 x 2 blocks of eq-shift-rotation on rows and columns 2j, 2j + 1" -> the blocks, orthogonal
+#   "of the angles delta / 10000^(2j/d)." -> against math.cos, math.sin; W(a) W(b) = W(a + b)
 import math as _math
 
 _T = checks.trusted
