@@ -29,7 +29,7 @@ __all__ = [
 
 
 def sequence_mask(X: torch.Tensor, valid_len: torch.Tensor, value: float = 0.0) -> torch.Tensor:
-    """Replace the entries of each row of ``X`` past its valid length by ``value`` (D2L 10.7).
+    """Replace the entries of each row of ``X`` past its valid length by ``value`` (D2L 11.3.2.1).
 
     ``X`` has shape (R, K) and ``valid_len`` shape (R,): row ``r`` keeps its
     first ``valid_len[r]`` entries. Returns a new tensor; ``X`` is unchanged.

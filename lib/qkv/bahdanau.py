@@ -48,7 +48,7 @@ def _check_tokens(X, name: str) -> torch.Tensor:
 
 
 class Seq2SeqEncoder(Encoder):
-    """A GRU encoder for sequence-to-sequence learning (D2L 10.7.1, used by D2L 11.4).
+    """A GRU encoder for sequence-to-sequence learning (D2L 10.7.2, used by D2L 11.4).
 
     ``Seq2SeqEncoder(vocab_size, embed_size, num_hiddens, num_layers, dropout=0)``:
     an embedding layer followed by a ``num_layers``-layer GRU (with ``dropout``
@@ -143,7 +143,7 @@ class Seq2SeqAttentionDecoder(AttentionDecoder):
     def _attend(self, query, projected_keys, values, valid_lens):
         """``self.attention(query, keys, values, valid_lens)`` given ``projected_keys = attention.W_k(keys)``.
 
-        The same additive attention (D2L 11.3.3) with the same parameters; only the key projection, which
+        The same additive attention (D2L 11.3.4) with the same parameters; only the key projection, which
         every decoding step would repeat, is done by the caller.
         """
         att = self.attention

@@ -1,4 +1,4 @@
-"""BLEU, the n-gram overlap score of a predicted translation (D2L 10.7.6).
+"""BLEU, the n-gram overlap score of a predicted translation (D2L 10.7.8).
 
 For a prediction of ``len_pred`` tokens and a label of ``len_label`` tokens::
 
@@ -24,7 +24,7 @@ def _ngrams(tokens: list[str], n: int) -> Counter:
 
 
 def bleu(pred_seq: str, label_seq: str, k: int) -> float:
-    """BLEU of a space-separated prediction against a label, with n-grams up to ``k`` (D2L 10.7.6).
+    """BLEU of a space-separated prediction against a label, with n-grams up to ``k`` (D2L 10.7.8).
 
     Edge cases, as D2L's function behaves on them without dividing by zero:
 

@@ -107,7 +107,7 @@ class BigramLM(nn.Module):
     """A count-based bigram model: P(next = b | current = a) from pair counts with add-``alpha`` smoothing.
 
     ``BigramLM.fit(X, Y, V)`` counts every pair (X[i, t], Y[i, t]); ``forward(X)`` (B, T) returns the logits
-    (B, T, V), the log probabilities of the next character given the current one (D2L 9.3.2).
+    (B, T, V), the log probabilities of the next character given the current one (D2L 9.3.1).
     """
 
     def __init__(self, counts: torch.Tensor, alpha: float = 1.0):

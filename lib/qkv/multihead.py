@@ -64,7 +64,7 @@ def repeat_for_heads(valid_lens: torch.Tensor | None, num_heads: int) -> torch.T
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head scaled dot-product attention (D2L 11.5).
+    """Multi-head scaled dot-product attention (D2L 11.5.2).
 
     ``MultiHeadAttention(num_hiddens, num_heads, dropout, bias=False)`` called as
     ``(queries, keys, values, valid_lens)``: queries (B, Q, d_q), keys (B, K, d_k),

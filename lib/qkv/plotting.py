@@ -24,7 +24,7 @@ DEFAULT_FMTS = ("-", "m--", "g-.", "r:")
 
 
 def use_svg_display() -> bool:
-    """Show inline figures as SVG when running inside IPython/Jupyter (D2L 2.4).
+    """Show inline figures as SVG when running inside IPython/Jupyter (D2L 2.4.2).
 
     Returns True when the format was switched and False outside IPython, where
     the call does nothing (scripts and tests keep their backend untouched).
@@ -56,7 +56,7 @@ def show_heatmaps(
     figsize: tuple[float, float] = (2.5, 2.5),
     cmap: str = "Reds",
 ):
-    """Draw a grid of matrices, typically attention weights, as heatmaps (D2L 11.1).
+    """Draw a grid of matrices, typically attention weights, as heatmaps (D2L 11.1.1).
 
     Args:
         matrices: tensor or array of shape (num_rows, num_cols, Q, K): panel
@@ -138,7 +138,7 @@ def plot(
     figsize: tuple[float, float] = (3.5, 2.5),
     axes=None,
 ):
-    """Plot one or several curves on one set of axes, like ``d2l.plot`` (D2L 2.4).
+    """Plot one or several curves on one set of axes, like ``d2l.plot`` (D2L 2.4.2).
 
     ``plot(y)`` draws ``y`` against its index; ``plot(x, y)`` draws ``y``
     against ``x``; ``Y`` may hold several curves (a list of 1-D sequences or a

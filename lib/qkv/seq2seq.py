@@ -18,14 +18,14 @@ __all__ = ["Encoder", "Decoder", "EncoderDecoder", "Seq2Seq", "init_seq2seq"]
 
 
 class Encoder(nn.Module):
-    """Base class of encoders: ``forward(X, *args)`` returns what ``Decoder.init_state`` takes (D2L 10.6)."""
+    """Base class of encoders: ``forward(X, *args)`` returns what ``Decoder.init_state`` takes (D2L 10.6.1)."""
 
     def forward(self, X, *args):
         raise NotImplementedError
 
 
 class Decoder(nn.Module):
-    """Base class of decoders (D2L 10.6).
+    """Base class of decoders (D2L 10.6.2).
 
     ``init_state(enc_all_outputs, *args)`` returns the initial decoder state;
     ``forward(X, state)`` maps target tokens X (B, T) to logits (B, T, V) and
@@ -40,7 +40,7 @@ class Decoder(nn.Module):
 
 
 class EncoderDecoder(nn.Module):
-    """An encoder and a decoder trained together (D2L 10.6)."""
+    """An encoder and a decoder trained together (D2L 10.6.3)."""
 
     def __init__(self, encoder: Encoder, decoder: Decoder):
         super().__init__()
@@ -55,7 +55,7 @@ class EncoderDecoder(nn.Module):
 
     @torch.no_grad()
     def predict_step(self, batch, device, num_steps: int, save_attention_weights: bool = False):
-        """Greedy decoding of ``num_steps`` tokens (D2L 10.7.6).
+        """Greedy decoding of ``num_steps`` tokens (D2L 10.7.7).
 
         ``batch`` is ``(src, tgt, src_valid_len, label)`` as the MT data yields it;
         only the first column of ``tgt`` (``<bos>``) is used. Returns the
@@ -80,7 +80,7 @@ class EncoderDecoder(nn.Module):
 
 
 def init_seq2seq(module: nn.Module) -> None:
-    """Xavier-uniform initialisation of linear and GRU weights, as D2L's seq2seq models use (D2L 10.7)."""
+    """Xavier-uniform initialisation of linear and GRU weights, as D2L's seq2seq models use (D2L 10.7.2)."""
     if isinstance(module, nn.Linear):
         nn.init.xavier_uniform_(module.weight)
     if isinstance(module, nn.GRU):
@@ -90,7 +90,7 @@ def init_seq2seq(module: nn.Module) -> None:
 
 
 class Seq2Seq(EncoderDecoder):
-    """An encoder-decoder for translation with a padding-aware loss (D2L 10.7.3).
+    """An encoder-decoder for translation with a padding-aware loss (D2L 10.7.4, 10.7.5).
 
     ``loss(Y_hat, Y)`` is the cross-entropy averaged over the target tokens
     that are not ``<pad>``; ``configure_optimizers`` gives Adam with ``lr``.

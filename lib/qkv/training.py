@@ -1,4 +1,4 @@
-"""A small trainer for the course's models, after D2L's ``Trainer`` (D2L 3.4).
+"""A small trainer for the course's models, after D2L's ``Trainer`` (D2L 3.2.4).
 
 ``Trainer(max_epochs, ...).fit(model, data)`` runs the usual loop: for each
 batch ``(*inputs, Y)`` from ``data.train_dataloader()`` it computes
@@ -32,7 +32,7 @@ OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}
 
 
 def resolve_device(device=None) -> torch.device:
-    """``None`` -> CUDA when available, else CPU; a name or ``torch.device`` is checked (D2L 6.7)."""
+    """``None`` -> CUDA when available, else CPU; a name or ``torch.device`` is checked (D2L 6.7.1)."""
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
@@ -67,7 +67,7 @@ def _batch_size(Y) -> int:
 
 
 class Trainer:
-    """Fit a model to a data module, recording the loss per epoch (D2L 3.4).
+    """Fit a model to a data module, recording the loss per epoch (D2L 3.2.4, 3.4.4).
 
     Args:
         max_epochs: number of passes over the training data.
@@ -124,7 +124,7 @@ class Trainer:
         self.history: dict[str, list] = {"epoch": [], "train_loss": [], "val_loss": [], "seconds": []}
 
     def prepare_batch(self, batch):
-        """Check a batch is ``(*inputs, Y)`` and move its tensors to the device (D2L 6.7)."""
+        """Check a batch is ``(*inputs, Y)`` and move its tensors to the device (D2L 6.7.3)."""
         if not isinstance(batch, tuple | list) or len(batch) < 2:
             raise ValueError(
                 "each batch must be a tuple (*inputs, Y) whose last element is the label; "
@@ -207,7 +207,7 @@ class Trainer:
         return float(total) / count if count else math.nan
 
     def fit(self, model: nn.Module, data) -> dict[str, list]:
-        """Train ``model`` on ``data`` for ``max_epochs`` epochs and return the history (D2L 3.4)."""
+        """Train ``model`` on ``data`` for ``max_epochs`` epochs and return the history (D2L 3.2.4, 3.4.4)."""
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         if not callable(getattr(data, "train_dataloader", None)):

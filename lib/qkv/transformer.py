@@ -103,7 +103,7 @@ class PositionWiseFFN(nn.Module):
 
 
 class AddNorm(nn.Module):
-    """Residual connection then layer normalisation: ``LayerNorm(dropout(Y) + X)`` (D2L 11.7.2).
+    """Residual connection then layer normalisation: ``LayerNorm(dropout(Y) + X)`` (D2L 11.7.3).
 
     ``AddNorm(norm_shape, dropout)``; ``forward(X, Y)`` with X the sublayer's
     input and Y its output, both of the same shape (..., N).
@@ -146,7 +146,7 @@ def _embed(module: nn.Module, X: torch.Tensor, offset: int = 0) -> torch.Tensor:
 
 
 class TransformerEncoderBlock(nn.Module):
-    """One encoder block: self-attention, add & norm, FFN, add & norm (D2L 11.7.2).
+    """One encoder block: self-attention, add & norm, FFN, add & norm (D2L 11.7.4).
 
     ``TransformerEncoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias=False)``;
     ``forward(X, valid_lens)``: X (B, T, N), valid_lens (B,) or None -> (B, T, N).
@@ -212,7 +212,7 @@ class TransformerEncoder(Encoder):
 
 @dataclass
 class KVCache:
-    """What one decoder block keeps between decoding calls (our addition to D2L 11.7.3).
+    """What one decoder block keeps between decoding calls (our addition to D2L 11.7.5).
 
     ``enc_keys``, ``enc_values``: the encoder's outputs projected by the
     cross-attention's ``W_k`` and ``W_v`` and split into heads, (B * H, T_src, h),
@@ -257,7 +257,7 @@ def attend_projected(mha: MultiHeadAttention, queries, keys, values, valid_lens=
 
 
 class TransformerDecoderBlock(nn.Module):
-    """One decoder block, the ``i``-th of the decoder (D2L 11.7.3).
+    """One decoder block, the ``i``-th of the decoder (D2L 11.7.5).
 
     ``TransformerDecoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, i)``.
     Masked (causal) self-attention, add & norm, encoder-decoder attention,
@@ -312,7 +312,7 @@ class TransformerDecoderBlock(nn.Module):
 
 
 class TransformerDecoder(Decoder):
-    """The Transformer decoder, with a key/value cache for incremental decoding (D2L 11.7.3).
+    """The Transformer decoder, with a key/value cache for incremental decoding (D2L 11.7.5).
 
     ``TransformerDecoder(vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout)``.
 
@@ -394,7 +394,7 @@ class TransformerDecoder(Decoder):
 
 @dataclass
 class TransformerConfig:
-    """Hyper-parameters of the translation Transformer; the defaults are D2L's (D2L 11.7.5)."""
+    """Hyper-parameters of the translation Transformer; the defaults are D2L's (D2L 11.7.6)."""
 
     num_hiddens: int = 256
     ffn_num_hiddens: int = 64
@@ -442,7 +442,7 @@ def make_transformer(
     tgt_pad: int,
     lr: float = 0.001,
 ) -> Seq2Seq:
-    """The Transformer for translation: a :class:`qkv.seq2seq.Seq2Seq` (D2L 11.7.5).
+    """The Transformer for translation: a :class:`qkv.seq2seq.Seq2Seq` (D2L 11.7.6).
 
     Encoder and decoder share the hyper-parameters; the defaults are D2L's.
     ``tgt_pad`` is the id of ``<pad>`` in the target vocabulary (the loss
@@ -460,12 +460,12 @@ def make_transformer(
     return Seq2Seq(encoder, decoder, tgt_pad=tgt_pad, lr=c.lr)
 
 
-#: D2L's training setting for the Transformer translator (D2L 11.7.5): batch 128, 30 epochs, gradient clip 1.
+#: D2L's training setting for the Transformer translator (D2L 11.7.6): batch 128, 30 epochs, gradient clip 1.
 D2L_BATCH_SIZE, D2L_EPOCHS, D2L_CLIP = 128, 30, 1.0
 
 
 def train_d2l(data=None, *, seed: int = 0, epochs: int = D2L_EPOCHS, device="cpu", progress: bool = True, log=print):
-    """D2L's Transformer translator trained in D2L's setting, or loaded if it was trained before (D2L 11.7.5).
+    """D2L's Transformer translator trained in D2L's setting, or loaded if it was trained before (D2L 11.7.6).
 
     ``data`` defaults to ``MTFraEng(128)`` (found as :func:`qkv.data.locate` finds files). The model is
     :class:`TransformerConfig`'s defaults (D2L's: 256 hidden, 2 blocks, 4 heads, FFN 64, dropout 0.2, Adam with

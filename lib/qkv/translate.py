@@ -1,4 +1,4 @@
-"""Translating sentences with a trained encoder-decoder and scoring them with BLEU (D2L 10.7.6, 11.4.3, 11.7.5).
+"""Translating sentences with a trained encoder-decoder and scoring them with BLEU (D2L 10.7.8, 11.4.3, 11.7.6).
 
 D2L ends each translation section the same way: build a batch from raw English
 sentences with the data's vocabularies, decode greedily with
@@ -22,7 +22,7 @@ EOS = "<eos>"
 
 
 class BleuRow(NamedTuple):
-    """One evaluated sentence: source, reference, the model's translation and its BLEU (D2L 10.7.6)."""
+    """One evaluated sentence: source, reference, the model's translation and its BLEU (D2L 10.7.8)."""
 
     src: str
     reference: str
@@ -106,7 +106,7 @@ def translate(model, data, sentences, device=None, num_steps=None):
 
 
 def evaluate_bleu(model, data, pairs, k: int = 2, device=None, num_steps=None) -> list[BleuRow]:
-    """Translate the source of each ``(src, reference)`` pair and score it with BLEU up to ``k``-grams (D2L 10.7.6).
+    """Translate the source of each ``(src, reference)`` pair and score it with BLEU up to ``k``-grams (D2L 10.7.8).
 
     Returns one :class:`BleuRow` ``(src, reference, prediction, bleu)`` per pair, in order.
     """

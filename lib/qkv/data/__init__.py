@@ -3,7 +3,7 @@
 - :class:`MTFraEng`: English-French sentence pairs for translation (D2L 10.5).
 - :class:`TimeMachine`: *The Time Machine* for language models (D2L 9.2, 9.3).
 - :class:`FashionMNIST`: clothing images for the Vision Transformer (D2L 4.2).
-- :class:`Vocab`: token <-> index maps (D2L 9.2.2); :func:`read_idx`: IDX files.
+- :class:`Vocab`: token <-> index maps (D2L 9.2.3); :func:`read_idx`: IDX files.
 
 Every file is found by :func:`locate`: the ``data_dir`` argument first, then
 ``$QKV_DATA_DIR``, system folders, the cache (``$QKV_CACHE_DIR``, default

@@ -153,19 +153,19 @@ class MTFraEng:
         return arrays
 
     def get_tensorloader(self, tensors, train: bool, indices=slice(0, None)):
-        """A DataLoader over ``tensors[i][indices]``, shuffled when ``train`` (D2L 3.2.3)."""
+        """A DataLoader over ``tensors[i][indices]``, shuffled when ``train`` (D2L 3.3.3)."""
         dataset = torch.utils.data.TensorDataset(*(a[indices] for a in tensors))
         return torch.utils.data.DataLoader(dataset, self.batch_size, shuffle=train)
 
     def get_dataloader(self, train: bool):
-        """Training loader (the first ``num_train`` pairs, shuffled) or validation loader (the rest) (D2L 10.5.3)."""
+        """Training loader (the first ``num_train`` pairs, shuffled) or validation loader (the rest) (D2L 10.5.4)."""
         idx = slice(0, self.num_train) if train else slice(self.num_train, None)
         return self.get_tensorloader(self.arrays, train, idx)
 
     def train_dataloader(self):
-        """Shuffled batches ``(src, tgt_input, src_valid_len, label)`` of the training pairs (D2L 10.5.3)."""
+        """Shuffled batches ``(src, tgt_input, src_valid_len, label)`` of the training pairs (D2L 10.5.4)."""
         return self.get_dataloader(train=True)
 
     def val_dataloader(self):
-        """Batches of the validation pairs, in file order (D2L 10.5.3)."""
+        """Batches of the validation pairs, in file order (D2L 10.5.4)."""
         return self.get_dataloader(train=False)

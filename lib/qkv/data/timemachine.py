@@ -53,7 +53,7 @@ def tokenize_timemachine(text: str, token: str = "char") -> list[str]:
 
 
 def load_corpus(token: str = "char", data_dir=None) -> tuple[list[int], Vocab]:
-    """The whole book as a list of token indices, and its vocabulary (D2L 9.2.3).
+    """The whole book as a list of token indices, and its vocabulary (D2L 9.2.4).
 
     ``token`` is ``"char"`` or ``"word"``; the file is looked up as :func:`qkv.data.locate` does.
     """
@@ -65,7 +65,7 @@ def load_corpus(token: str = "char", data_dir=None) -> tuple[list[int], Vocab]:
 
 
 def build_corpus(raw_text: str, token: str = "char", vocab: Vocab | None = None) -> tuple[list[int], Vocab]:
-    """Preprocess, tokenize and index raw text; build the vocabulary unless one is given (D2L 9.2.3)."""
+    """Preprocess, tokenize and index raw text; build the vocabulary unless one is given (D2L 9.2.4)."""
     tokens = tokenize_timemachine(preprocess_timemachine(raw_text), token)
     if vocab is None:
         vocab = Vocab(tokens)
@@ -114,11 +114,11 @@ class TimeMachine:
         self.X, self.Y = windows[:, :-1], windows[:, 1:]  # (n, T), (n, T)
 
     def build(self, raw_text: str, vocab: Vocab | None = None) -> tuple[list[int], Vocab]:
-        """Token indices and vocabulary of ``raw_text`` with this data's kind of token (D2L 9.2.3)."""
+        """Token indices and vocabulary of ``raw_text`` with this data's kind of token (D2L 9.2.4)."""
         return build_corpus(raw_text, self.token, vocab)
 
     def get_tensorloader(self, tensors, train: bool, indices=slice(0, None)):
-        """A DataLoader over ``tensors[i][indices]``, shuffled when ``train`` (D2L 3.2.3)."""
+        """A DataLoader over ``tensors[i][indices]``, shuffled when ``train`` (D2L 3.3.3)."""
         dataset = torch.utils.data.TensorDataset(*(a[indices] for a in tensors))
         return torch.utils.data.DataLoader(dataset, self.batch_size, shuffle=train)
 

@@ -1,4 +1,4 @@
-"""A vocabulary: the two-way map between tokens and indices (D2L 9.2.2).
+"""A vocabulary: the two-way map between tokens and indices (D2L 9.2.3).
 
 Index 0 is ``<unk>``, which every unknown token maps to; the reserved tokens
 come next, in the order given; then every token seen at least ``min_freq``
@@ -38,7 +38,7 @@ def _flatten(tokens) -> list[str]:
 
 
 class Vocab:
-    """Vocabulary of a corpus (D2L 9.2.2).
+    """Vocabulary of a corpus (D2L 9.2.3).
 
     ``Vocab(tokens=(), min_freq=0, reserved_tokens=())``: ``tokens`` is a list of
     tokens or a list of token lists. ``vocab[token]`` is an index (``vocab.unk``

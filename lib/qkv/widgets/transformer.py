@@ -38,7 +38,7 @@ class CrossAttention:
 
 def cross_attention(model, data, sentence: str) -> CrossAttention:
     """Translate ``sentence`` with the encoder-decoder ``model`` and keep its cross-attention over the valid source
-    tokens (the padding, which gets weight 0, left out) (D2L 11.7.5)."""
+    tokens (the padding, which gets weight 0, left out) (D2L 11.7.6)."""
     from qkv.figures.transformer import decode_with_attention
 
     if not isinstance(sentence, str):
@@ -76,7 +76,7 @@ def cross_attention_grid(attn: CrossAttention):
 
 
 def cross_attention_explorer(model, data, sentence: str = "i'm home ."):
-    """Type a sentence, pick a block and a head: where each emitted token looked in the source (D2L 11.7.5).
+    """Type a sentence, pick a block and a head: where each emitted token looked in the source (D2L 11.7.6).
 
     Returns, in Jupyter, an ``ipywidgets.interactive`` panel (a text box and two sliders); while the book is built
     (or without ipywidgets), the static :func:`cross_attention_grid` of ``sentence``.
