@@ -27,6 +27,7 @@ __all__ = [
     "plot_decoding_cost",
     "translation_attention",
     "decode_with_attention",
+    "norm_placement_layers",
     "norm_placement_gradients",
     "plot_norm_placement",
 ]
@@ -51,7 +52,7 @@ def glance():
         ("position-wise FFN", blue),
         ("add & norm", grey),
     ]
-    for x, parts, y0, label in ((4.0, enc, 3.2, "encoder block x n"), (12.6, dec, 2.2, "decoder block x n")):
+    for x, parts, y0, label in ((4.0, enc, 3.2, "encoder block x L"), (12.6, dec, 2.2, "decoder block x L")):
         ys = [y0 + 1.05 * i for i in range(len(parts))]
         ax.add_patch(plt.Rectangle((x - 2.6, ys[0] - 0.65), 5.2, ys[-1] - ys[0] + 1.3, fc="none", ec="0.5", ls="--"))
         if x < 8:
@@ -64,7 +65,7 @@ def glance():
             )
         for y1, y2 in zip(ys, ys[1:]):
             arrow(ax, (x, y1 + 0.45), (x, y2 - 0.42), width=1.0)
-        box(ax, x, ys[0] - 1.6, 5.0, 0.9, r"embedding $\times\sqrt{d}$ + positional encoding", green, fontsize=8.5)
+        box(ax, x, ys[0] - 1.6, 5.0, 0.9, r"embedding $\times\sqrt{N}$ + positional encoding", green, fontsize=8.5)
         arrow(ax, (x, ys[0] - 1.15), (x, ys[0] - 0.47), width=1.0)
         if x < 8:
             ax.text(x, ys[0] - 2.45, "source tokens", ha="center", fontsize=9)
@@ -80,7 +81,7 @@ def glance():
 
 @torch.no_grad()
 def decode_token_by_token(decoder: TransformerDecoder, enc_outputs, tokens, d2l_positions: bool = False):
-    """Logits (B, T, V) of ``decoder`` fed ``tokens`` (B, T) one at a time, with its key/value cache (D2L 11.7.3).
+    """Logits (B, T, V) of ``decoder`` fed ``tokens`` (B, T) one at a time, with its key/value cache (D2L 11.7.5).
 
     With ``d2l_positions`` every token gets the positional encoding of position 0, as D2L's decoder gives it when
     tokens arrive one at a time; otherwise the decoder's own rule, the number of tokens already cached.
@@ -180,7 +181,7 @@ def plot_decoding_cost(cost: dict):
 
 @torch.no_grad()
 def translation_attention(model, data, sentence: str, num_steps: int | None = None):
-    """The attention weights of one greedy translation of ``sentence``, in D2L's layout (D2L 11.7.5).
+    """The attention weights of one greedy translation of ``sentence``, in D2L's layout (D2L 11.7.6).
 
     Returns ``(encoder, decoder_self, decoder_cross, length)``: the encoder's self-attention (L, H, T_src, T_src);
     the decoder's self-attention (L, H, n, n), row ``t`` over the tokens 0 .. t it had seen (the upper triangle
@@ -193,7 +194,7 @@ def translation_attention(model, data, sentence: str, num_steps: int | None = No
 def decode_with_attention(model, data, sentence: str, num_steps: int | None = None):
     """One greedy decoding of ``sentence``: ``(translation, encoder, decoder_self, decoder_cross, length)``, the
     translation (a string) and the weights :func:`translation_attention` returns, from the same decoding
-    (D2L 11.7.5)."""
+    (D2L 11.7.6)."""
     from qkv.translate import translate
 
     num_steps = num_steps or data.num_steps
@@ -213,6 +214,26 @@ def decode_with_attention(model, data, sentence: str, num_steps: int | None = No
     return translation, enc, dec_self, dec_cross, int(src_valid_len[0])
 
 
+def norm_placement_layers(
+    num_layers: int = 18, num_hiddens: int = 64, num_heads: int = 4, norm_first: bool = False, seed: int = 0
+) -> nn.ModuleList:
+    """``num_layers`` of PyTorch's ``nn.TransformerEncoderLayer`` (dropout 0, FFN 4 N), each initialised on its own.
+
+    Layer ``i`` is built after ``torch.manual_seed(seed + i)``: its weights are drawn independently of the other
+    layers' (``nn.TransformerEncoder(layer, n)`` would deep-copy one layer, so that all ``n`` start identical), and
+    a post-norm and a pre-norm stack of the same ``seed`` get the same weights, layer for layer.
+    """
+    layers = []
+    for i in range(num_layers):
+        torch.manual_seed(seed + i)
+        layers.append(
+            nn.TransformerEncoderLayer(
+                num_hiddens, num_heads, 4 * num_hiddens, dropout=0.0, batch_first=True, norm_first=norm_first
+            )
+        )
+    return nn.ModuleList(layers)
+
+
 def norm_placement_gradients(
     num_layers: int = 18,
     num_hiddens: int = 64,
@@ -224,27 +245,27 @@ def norm_placement_gradients(
 ) -> dict:
     """Gradient norms per layer at initialisation of a post-norm and a pre-norm stack (D2L 11.7 exercise).
 
-    Each model: an embedding, ``num_layers`` of PyTorch's ``nn.TransformerEncoderLayer`` (``norm_first`` False,
-    then True; dropout 0; FFN 4 N; the same seed) and a linear read-out (pre-norm with a final layer norm before
-    it, as pre-norm models have). One batch of random sequences, the loss of predicting each sequence reversed,
-    one backward pass. Returns ``grads`` (name -> the norm of each layer's parameter gradient, bottom layer first)
-    and ``seconds``.
+    Each model: an embedding, the ``num_layers`` independently initialised layers of :func:`norm_placement_layers`
+    (``norm_first`` False, then True; the same weights in both) and a linear read-out (pre-norm with a final layer
+    norm before it, as pre-norm models have). One batch of random sequences, the loss of predicting each sequence
+    reversed, one backward pass. Returns ``grads`` (name -> the norm of each layer's parameter gradient, bottom
+    layer first) and ``seconds``.
     """
     start, grads = time.perf_counter(), {}
     for name, norm_first in (("post-norm", False), ("pre-norm", True)):
-        torch.manual_seed(seed)
+        layers = norm_placement_layers(num_layers, num_hiddens, num_heads, norm_first, seed)
+        torch.manual_seed(seed + num_layers)  # the embedding and the read-out, after the layers
         embed = nn.Embedding(vocab_size, num_hiddens)
-        layer = nn.TransformerEncoderLayer(
-            num_hiddens, num_heads, 4 * num_hiddens, dropout=0.0, batch_first=True, norm_first=norm_first
-        )
-        stack = nn.TransformerEncoder(layer, num_layers, enable_nested_tensor=False)
         final = nn.LayerNorm(num_hiddens) if norm_first else nn.Identity()
         head = nn.Linear(num_hiddens, vocab_size)
         gen = torch.Generator().manual_seed(seed)
         X = torch.randint(0, vocab_size, (batch_size, length), generator=gen)  # (B, T)
-        logits = head(final(stack(embed(X))))  # (B, T, N) -> (B, T, V)
+        Z = embed(X)  # (B, T) -> (B, T, N)
+        for layer in layers:
+            Z = layer(Z)  # (B, T, N)
+        logits = head(final(Z))  # (B, T, N) -> (B, T, V)
         nn.functional.cross_entropy(logits.reshape(-1, vocab_size), X.flip(1).reshape(-1)).backward()
-        grads[name] = [math.sqrt(sum(float((p.grad**2).sum()) for p in blk.parameters())) for blk in stack.layers]
+        grads[name] = [math.sqrt(sum(float((p.grad**2).sum()) for p in blk.parameters())) for blk in layers]
     return {"grads": grads, "seconds": time.perf_counter() - start}
 
 
