@@ -18,6 +18,8 @@ plain     no nbgrader metadata                                  prose, demos
 
 from __future__ import annotations
 
+import copy
+import functools
 import re
 from pathlib import Path
 
@@ -29,7 +31,6 @@ ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 TOC = ROOT / "_toc.yml"
 
-STUB_LINES = ("# YOUR CODE HERE", "raise NotImplementedError()")
 # A demo cell that calls the student's answers: not executed in the student edition of the book.
 USES_ANSWERS = "uses-answers"
 
@@ -59,7 +60,15 @@ def is_notebook_source(path: Path) -> bool:
 
 
 def read(path: Path) -> nbformat.NotebookNode:
-    """Read a MyST text notebook (or an .ipynb) into an nbformat notebook."""
+    """Read a MyST text notebook (or an .ipynb) into an nbformat notebook: a fresh copy each call, which the caller
+    may change (parsing MyST is slow, so the parse is kept while the file's size and modification time stay)."""
+    path = Path(path)
+    stat = path.stat()
+    return copy.deepcopy(_parsed(str(path.resolve()), stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(path: str, mtime_ns: int, size: int) -> nbformat.NotebookNode:
     return jupytext.read(path)
 
 

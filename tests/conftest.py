@@ -22,6 +22,70 @@ DEFAULT_DATA_DIR = REPO.parent / "shared" / "data"
 os.environ.setdefault("QKV_DATA_DIR", str(DEFAULT_DATA_DIR))
 os.environ.setdefault("QKV_OFFLINE", "1")
 os.environ.setdefault("QKV_TRAIN_SMOKE", "2")
+# The tests' caches (smoke weights, the few real ones a quality test trains) live in the build folder, never in the
+# user's ~/.cache/qkv; subprocesses (kernels, book builds, the grader) inherit it.
+os.environ.setdefault("QKV_CACHE_DIR", str(REPO / "_build" / "test-cache"))
+
+#: The tiers of the suite, by test file (``make test-<tier>`` runs one; ``make test`` runs them all). A file not
+#: named here is ``unit``: the edit loop's tier, ``make test-fast``.
+TIERS = {
+    "notebooks": (
+        "test_grading_answers",
+        "test_notebooks_nbval",
+        "test_attention_cost_lab",
+        "test_new_section",
+    ),
+    "grading": (
+        "test_sandbox",
+        "test_grade_cli",
+        "test_grading_corpus",
+        "test_grade_limits",
+        "test_cluster",
+        "test_postgres_gradebook",
+        "test_release",
+        "test_rubrics",
+    ),
+    "book": (
+        "test_book_browser",
+        "test_chapter_glance_browser",
+        "test_jupyterlab_student",
+    ),
+}
+#: Single tests of a unit file that belong to another tier (they build the book).
+TIER_OF_TEST = {"test_public.py::test_make_book_in_the_tree_builds_the_same_student_edition": "book"}
+_TIER_OF_FILE = {name: tier for tier, names in TIERS.items() for name in names}
+
+
+def tier(item) -> str:
+    """The tier of a collected test: by its node id, else by its file, else ``unit``."""
+    node = item.nodeid.split("[", 1)[0]
+    for suffix, named in TIER_OF_TEST.items():
+        if node.endswith(suffix):
+            return named
+    return _TIER_OF_FILE.get(Path(str(item.fspath)).stem, "unit")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test with its tier; keep each section's in-process grading cases together, in one worker
+    (``--dist loadgroup``), so that its notebook's process is started once (``tests/support/inprocess.py``)."""
+    for item in items:
+        item.add_marker(getattr(pytest.mark, tier(item)))
+    grading = [i for i, item in enumerate(items) if Path(str(item.fspath)).stem == "test_grading_answers"]
+    if not grading:
+        return
+    order = {}
+    for i in grading:
+        slug = _slug_of(items[i])
+        order.setdefault(slug, len(order))
+        items[i].add_marker(pytest.mark.xdist_group(f"grading-{slug}"))
+    ordered = sorted((items[i] for i in grading), key=lambda it: order[_slug_of(it)])
+    for i, item in zip(grading, ordered):
+        items[i] = item
+
+
+def _slug_of(item) -> str:
+    params = getattr(item, "callspec", None)
+    return str(params.params.get("slug", "")) if params else ""
 
 
 @pytest.fixture(scope="session")

@@ -22,17 +22,12 @@ import pytest
 
 from autograder import cluster, grade, release
 from autograder import sandbox as sb
-from tests.support import corpus
+from tests.support import corpus, once
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDENTS = ("always_equal", "background_thread", "good", "good_too", "missing", "partly_wrong")
 DEADLINE = 20.0
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
-
-
-def shared_dir(tmp_path_factory):
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 def journal_lines(path: Path) -> int:
@@ -70,7 +65,7 @@ def local_run(tmp_path_factory):
             "course": str(course),
         }
 
-    return corpus.run_once(shared_dir(tmp_path_factory) / "cluster-local-run", produce)
+    return corpus.run_once(once.shared_dir(tmp_path_factory) / "cluster-local-run", produce)
 
 
 def snapshot(folder: Path) -> tuple[Path, dict]:

@@ -14,7 +14,6 @@ import copy
 import csv
 import datetime
 import json
-import os
 import shutil
 import socket
 import stat
@@ -32,7 +31,7 @@ import pytest
 
 from autograder import grade, gradebook, release, report, rubrics, submissions
 from course.section import section
-from tests.support import corpus
+from tests.support import corpus, once
 from tests.test_rubrics import needles, plain_runs
 
 SLUG = corpus.SLUG
@@ -457,12 +456,6 @@ def make_class(root: Path, course_dir: Path) -> None:
     nbformat.write(wrong, str(root / "partly" / SLUG / f"{SLUG}.ipynb"))
 
 
-def shared_dir(tmp_path_factory):
-    """A folder all pytest-xdist workers of this session share (this session's own folder without xdist)."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
-
 @pytest.fixture(scope="module")
 def graded_class(template, tmp_path_factory):
     def produce(root):
@@ -472,7 +465,7 @@ def graded_class(template, tmp_path_factory):
         args = [str(subs), "--course", str(course_dir), "--jobs", "2", "--out", str(out), "--deadline", "30"]
         return grade.main([*args, "--quiet"])
 
-    folder = shared_dir(tmp_path_factory) / "grading-cli"
+    folder = once.shared_dir(tmp_path_factory) / "grading-cli"
     return folder, corpus.run_once(folder, produce)
 
 

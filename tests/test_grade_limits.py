@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import os
 import shutil
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from autograder import grade, release
 from autograder import sandbox as sb
 from course import notebooks as nbs
 from course.section import LIMIT_KEYS, Section, section
-from tests.support import corpus
+from tests.support import corpus, once
 
 QUICK = corpus.SLUG  # 11.1: on the grader's defaults
 TIGHT = "attention-pooling"  # 11.2: its front matter says deadline_s: 2 (in a copy of the book)
@@ -134,12 +133,6 @@ def write_class(root: Path, course_dir: Path, students=FORGED, slugs=(QUICK, TIG
             nbformat.write(nb, str(root / student / slug / f"{slug}.ipynb"))
 
 
-def shared_dir(tmp_path_factory):
-    """A folder all pytest-xdist workers of this session share (this session's own folder without xdist)."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """A course released from the book with TIGHT's block (kept unused in ``released/``), and FORGED's class
@@ -154,7 +147,7 @@ def graded(tmp_path_factory):
         code = grade.main([*args, "--jobs", "2", "--quiet", "--no-feedback"])
         return {"code": code, "rows": read_rows(root / "out" / "grades.csv")}
 
-    folder = shared_dir(tmp_path_factory) / "grading-limits"
+    folder = once.shared_dir(tmp_path_factory) / "grading-limits"
     return folder, corpus.run_once(folder, produce)
 
 

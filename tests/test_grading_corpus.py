@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import shutil
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pytest
 from autograder import grade
 from autograder import sandbox as sb
 from course import notebooks as nbs
-from tests.support import corpus
+from tests.support import corpus, once
 
 pytestmark = [
     pytest.mark.slow,
@@ -44,12 +43,6 @@ def template():
     return corpus.course_template((corpus.SLUG,))
 
 
-def shared_dir(tmp_path_factory):
-    """A folder all pytest-xdist workers of this session share (this session's own folder without xdist)."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
-
 @pytest.fixture(scope="module")
 def graded(template, tmp_path_factory):
     def produce(root):
@@ -69,7 +62,7 @@ def graded(template, tmp_path_factory):
             "digests": [before, after_first, digest(good)],
         }
 
-    data = corpus.run_once(shared_dir(tmp_path_factory) / "grading-corpus", produce)
+    data = corpus.run_once(once.shared_dir(tmp_path_factory) / "grading-corpus", produce)
     return {
         "cases": {c["student"]: corpus.Case(**c) for c in data["cases"]},
         "first": {r["student"]: grade.Result(**r) for r in data["first"]},
@@ -181,7 +174,7 @@ def integrity(tmp_path_factory):
             "course": str(course),
         }
 
-    data = corpus.run_once(shared_dir(tmp_path_factory) / "integrity-corpus", produce)
+    data = corpus.run_once(once.shared_dir(tmp_path_factory) / "integrity-corpus", produce)
     return {
         "cases": {c["student"]: corpus.Case(**c) for c in data["cases"]},
         "results": {r["student"]: grade.Result(**r) for r in data["results"]},

@@ -20,9 +20,10 @@ SECTIONS = sections()
 
 
 @pytest.fixture(scope="module")
-def released(tmp_path_factory):
-    root = tmp_path_factory.mktemp("course")
-    paths = release.release(root)
+def released():
+    """The course of every section, built once per session and content (shared with tests/test_rubrics.py)."""
+    root = corpus.course_template(tuple(s.slug for s in SECTIONS))
+    paths = [root / "release" / s.assignment / f"{s.slug}.ipynb" for s in SECTIONS]
     return root, {p.parent.name: nbformat.read(p, as_version=4) for p in paths}
 
 

@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import fcntl
-import hashlib
 import json
 import shutil
-import tempfile
 import textwrap
 from pathlib import Path
 
 import nbformat
+from filelock import FileLock
 
 from autograder import assemble
 from autograder import mutants as known_mutants
@@ -35,6 +33,7 @@ from course import notebooks as nbs
 from course.section import section
 from course.section import sections as all_sections
 from publish import colab
+from tests.support import once
 
 SLUG = "queries-keys-values"
 WRITTEN_ANSWER = "A short answer in my own words."
@@ -46,8 +45,7 @@ def run_once(folder: Path, produce):
     the first one runs it, the others wait and get the same JSON-serialisable value."""
     folder.mkdir(parents=True, exist_ok=True)
     done = folder / "result.json"
-    with open(folder / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with FileLock(str(folder / ".lock")):
         if not done.exists():
             value = json.dumps(produce(folder))
             done.write_text(value)
@@ -55,14 +53,15 @@ def run_once(folder: Path, produce):
 
 
 def _inputs(slugs) -> list[Path]:
-    """The files a course for ``slugs`` is built from (a change to any of them means a new build)."""
-    grader, root = nbs.ROOT / "autograder", nbs.ROOT
-    files = [grader / "nbgrader_config.py", grader / "assemble.py", grader / "release.py", grader / "rubrics.py"]
-    files += [root / "course" / "notebooks.py", root / "course" / "section.py"]
+    """The files a course for ``slugs`` is built from (a change to any of them means a new build): the grading and
+    course code (the assembler, nbgrader's configuration and generator, the rubrics), the notebook metadata that
+    ``publish.colab`` adds, the pins (nbgrader's version), and each section's notebook, solutions and hidden tests."""
+    root = nbs.ROOT
+    files = once.files_under(root / "autograder", root / "course", root / "publish" / "colab.py")
+    files += [root / "constraints.txt"]
     for slug in slugs:
         sec = section(slug)
-        files += [sec.path, sec.solutions]
-        files += sorted(sec.grading_dir.glob("*.py")) + [p for p in (sec.rubric,) if p.exists()]
+        files += once.inputs_of([sec.path, sec.solutions])
     return files
 
 
@@ -75,23 +74,13 @@ def course_template(slugs=(SLUG,), cache: Path = CACHE) -> Path:
     """
     from autograder import release as course_module
 
-    digest = hashlib.sha256()
-    for path in _inputs(slugs):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    target = cache / f"{'+'.join(slugs)}-{digest.hexdigest()[:16]}"
-    cache.mkdir(parents=True, exist_ok=True)
-    with open(cache / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (target / "gradebook.db").exists():
-            sections = [s for s in all_sections() if s.slug in slugs]
-            if len(sections) != len(slugs):
-                raise ValueError(f"unknown sections {slugs}: the book has {[s.slug for s in all_sections()]}")
-            build = Path(tempfile.mkdtemp(prefix="build-", dir=cache))
-            course_module.release(build, sections)
-            if target.exists():
-                shutil.rmtree(target)
-            build.rename(target)
-    return target
+    slugs = tuple(slugs)
+    sections = [s for s in all_sections() if s.slug in slugs]
+    if len(sections) != len(set(slugs)):
+        raise ValueError(f"unknown sections {slugs}: the book has {[s.slug for s in all_sections()]}")
+    name = "all-sections" if len(sections) == len(all_sections()) else "+".join(slugs)
+    key = once.digest(*_inputs(slugs), extra=name)
+    return once.build_once(name, key, lambda folder: course_module.release(folder, sections), root=cache)
 
 
 def solved_notebook(release_path: Path, slug: str) -> nbformat.NotebookNode:

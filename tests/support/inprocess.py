@@ -1,9 +1,14 @@
-"""Run a section notebook's cells in this process, with chosen answers, and report each test.
+"""Run a section notebook's cells with chosen answers, without a Jupyter kernel, and report each test.
 
 This is how ``tests/`` proves the grading sound without a kernel per case:
 for every grade_id, the solution passes the visible and hidden tests, the
 untouched stub fails them, and every mutant fails the hidden tests. (The real
 notebooks are also run in Jupyter kernels, by nbval and by the grader.)
+
+Each section runs in a process of its own (:mod:`tests.support.zygote`), started on first use in a test worker:
+it executes the notebook once with the solutions and forks per answer from a snapshot taken just before the stub, so
+the prefix (setup, data, smoke training, demos) runs once per section, not once per answer. The result is what a
+fresh from-the-top run with those answers gives.
 
 Conventions the book follows and ``tests/test_book_structure.py`` checks: the
 test cell of stub ``G`` has grade_id ``test_G``; hidden tests live in
@@ -12,58 +17,97 @@ test cell of stub ``G`` has grade_id ``test_G``; hidden tests live in
 
 from __future__ import annotations
 
-import functools
+import atexit
 import os
-import traceback
-from dataclasses import dataclass, field
+import select
+import subprocess
+import sys
+from collections import OrderedDict
 
-from autograder import assemble
-from course import notebooks as nbs
+from course.notebooks import ROOT
+from tests.support.outcome import Run, TestOutcome
+from tests.support.zygote import _receive, _send
 
+__all__ = ["Run", "TestOutcome", "run_section"]
 
-@dataclass
-class TestOutcome:
-    """What one test cell did: its visible part, then its hidden part (None when not run)."""
-
-    visible_error: str | None = None
-    hidden_error: str | None = None
-    hidden_ran: bool = False
-
-    @property
-    def visible_passed(self) -> bool:
-        return self.visible_error is None
-
-    @property
-    def hidden_passed(self) -> bool:
-        return self.hidden_ran and self.hidden_error is None
+#: Sections whose processes a test worker keeps at once (tests/test_grading_answers.py runs a section's cases
+#: together); each holds a snapshot per stub, mostly shared pages.
+KEEP = 3
+#: The longest one request may take (a solved run of the lab, smoke training included, takes well under a minute).
+TIMEOUT_S = 900
+LOGS = ROOT / "_build" / "tests" / "inprocess"
 
 
-@dataclass
-class Run:
-    tests: dict[str, TestOutcome] = field(default_factory=dict)
-    demo_errors: dict[int, str] = field(default_factory=dict)
+class _Section:
+    """The client end of one section's zygote process."""
+
+    def __init__(self, slug: str, hidden: bool):
+        LOGS.mkdir(parents=True, exist_ok=True)
+        self.log = LOGS / f"{slug}.{os.getpid()}.log"
+        self.log.write_text("")
+        to_child_r, self.to_child = os.pipe()
+        self.from_child, from_child_w = os.pipe()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.zygote", slug, str(to_child_r), str(from_child_w), str(self.log)]
+            + ["1" if hidden else "0"],
+            cwd=ROOT,
+            env=env,
+            pass_fds=(to_child_r, from_child_w),
+            stdin=subprocess.DEVNULL,
+        )
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self.slug = slug
+
+    def request(self, answers: dict, until: str | None) -> Run:
+        _send(self.to_child, (answers, until))
+        ready, _, _ = select.select([self.from_child], [], [], TIMEOUT_S)
+        reply = _receive(self.from_child) if ready else ("error", f"no reply within {TIMEOUT_S} s")
+        if reply is None:
+            reply = ("error", f"the process of {self.slug} died ({self.proc.poll()})")
+        status, value = reply
+        if status != "ok":
+            self.close()
+            tail = self.log.read_text(errors="replace")[-3000:]
+            raise RuntimeError(f"{value}\n--- the last output of the notebook's process ({self.log}):\n{tail}")
+        return value
+
+    def close(self) -> None:
+        for fd in (self.to_child, self.from_child):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
 
-@functools.lru_cache(maxsize=32)
-def _notebook(path: str, mtime: float):
-    """The parsed section notebook (parsing MyST is slow; the cache is keyed by modification time)."""
-    return nbs.read(path)
+_OPEN: OrderedDict[tuple, _Section] = OrderedDict()
 
 
-def _exec(source: str, namespace: dict, label: str) -> str | None:
-    try:
-        exec(compile(source, label, "exec"), namespace)  # noqa: S102 (trusted course code)
-    except BaseException as err:  # noqa: BLE001 (a student's stub may raise anything)
-        if isinstance(err, KeyboardInterrupt):
-            raise
-        return "".join(traceback.format_exception_only(type(err), err)).strip()
-    return None
+@atexit.register
+def _close_all() -> None:
+    while _OPEN:
+        _OPEN.popitem()[1].close()
+
+
+def _key(slug: str, hidden: bool) -> tuple:
+    from autograder import assemble
+
+    sec = assemble.as_section(slug)
+    stamps = tuple(p.stat().st_mtime_ns for p in (sec.path, sec.solutions) if p.exists())
+    return slug, hidden, stamps
 
 
 def run_section(
     slug: str, *, answers: dict[str, str | None] | None = None, until: str | None = None, hidden: bool = True
 ) -> Run:
-    """Execute ``book/<slug>.md`` top to bottom in a fresh namespace.
+    """Execute ``book/<slug>.md`` top to bottom, as in a fresh namespace.
 
     ``answers`` maps a stub's grade_id to the source that replaces the whole
     stub cell (a mutant is written as a student would write the cell), or to
@@ -72,47 +116,15 @@ def run_section(
     Plain cells must not fail (a failure raises ``RuntimeError``), except
     cells tagged ``uses-answers``, whose errors are recorded.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    os.environ.setdefault("MPLBACKEND", "Agg")
-    answers = answers or {}
-    sec = assemble.as_section(slug)
-    solutions = assemble.solutions_module(sec)
-    path = sec.path
-    nb = _notebook(str(path), path.stat().st_mtime)
-    namespace: dict = {"__name__": "__main__"}
-    run = Run()
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            continue
-        role, grade = nbs.role(cell), nbs.grade_id(cell)
-        label = f"<{slug} cell {index} {grade or ''}>"
-        try:
-            if role == "stub":
-                if grade in answers:
-                    source = cell.source if answers[grade] is None else answers[grade]
-                else:
-                    source = assemble.fill_stubs(cell.source, grade, solutions, False)
-                _exec(source, namespace, label)
-            elif role == "test":
-                outcome = TestOutcome(visible_error=_exec(cell.source, namespace, label))
-                extra = assemble.hidden_tests(sec, grade) if hidden else None
-                if extra is not None:
-                    outcome.hidden_ran = True
-                    outcome.hidden_error = _exec(extra, namespace, label + " hidden")
-                run.tests[grade] = outcome
-                if grade == until:
-                    break
-            else:
-                error = _exec(cell.source, namespace, label)
-                if error:
-                    if nbs.USES_ANSWERS in cell.metadata.get("tags", []):
-                        run.demo_errors[index] = error
-                    else:
-                        raise RuntimeError(f"{slug}: cell {index} failed, and it is not a stub or a test:\n{error}")
-        finally:
-            plt.close("all")
-    return run
+    key = _key(slug, hidden)
+    client = _OPEN.pop(key, None)
+    if client is None or client.proc.poll() is not None:
+        client = _Section(slug, hidden)
+    _OPEN[key] = client  # most recently used last
+    while len(_OPEN) > KEEP:
+        _OPEN.popitem(last=False)[1].close()
+    try:
+        return client.request(dict(answers or {}), until)
+    except RuntimeError:
+        _OPEN.pop(key, None)
+        raise

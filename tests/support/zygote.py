@@ -1,0 +1,257 @@
+"""The process behind :func:`tests.support.inprocess.run_section`: a section executed once, forked per answer.
+
+``python -m tests.support.zygote SLUG READ_FD WRITE_FD LOG`` executes the section's cells in order with the
+solutions, as a from-the-top run would. Just before each stub cell it forks a *snapshot*: a copy of the process at
+that point, which waits. A request for an answer to stub ``G`` goes to ``G``'s snapshot, which forks once more; that
+child runs the answer and the cells after it up to the test cell asked for, sends the :class:`Run` back and exits.
+So the prefix of a stub (setup, data, smoke training, demos) runs once per section and test session instead of once
+per answer, and copy-on-write keeps one answer's state from reaching the next, as in the grader's zygote
+(``autograder/runner.py``). Torch runs on one thread here, which is what makes forking safe.
+
+Requests and replies are pickled over two pipes given by file descriptor; the cells' own output goes to ``LOG``.
+A request is ``(answers, until, hidden)``: ``answers`` maps grade_ids to the source that replaces the stub cell
+(``None``: the stub as released); every other stub gets its solution. An empty ``answers`` is the solved run.
+The reply is ``("ok", Run)`` or ``("error", message)`` (a plain cell failed, or the answer's process died).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import traceback
+from multiprocessing.connection import Connection, Pipe
+
+from tests.support.outcome import Run, TestOutcome
+
+
+def _exec(source: str, namespace: dict, label: str) -> str | None:
+    """Run ``source`` in ``namespace``; the exception's one-line summary if it raised, else None."""
+    try:
+        exec(compile(source, label, "exec"), namespace)  # noqa: S102 (trusted course code)
+    except BaseException as err:  # noqa: BLE001 (a student's stub may raise anything)
+        if isinstance(err, KeyboardInterrupt):
+            raise
+        return "".join(traceback.format_exception_only(type(err), err)).strip()
+    return None
+
+
+class PlainCellFailed(RuntimeError):
+    """A cell that is neither a stub nor a test failed (a broken page, not a wrong answer)."""
+
+
+class Notebook:
+    """The state of one execution of a section: its namespace, the next cell to run, the tests so far."""
+
+    def __init__(self, slug: str):
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from autograder import assemble
+        from course import notebooks as nbs
+
+        self.slug, self.nbs, self.assemble = slug, nbs, assemble
+        self.sec = assemble.as_section(slug)
+        self.solutions = assemble.solutions_module(self.sec)
+        self.cells = nbs.read(self.sec.path).cells
+        self.namespace: dict = {"__name__": "__main__"}
+        self.run = Run()
+        self.next = 0
+
+    def stub_index(self, grade: str) -> int:
+        for index, cell in enumerate(self.cells):
+            if cell.cell_type == "code" and self.nbs.role(cell) == "stub" and self.nbs.grade_id(cell) == grade:
+                return index
+        raise KeyError(f"{self.slug} has no stub {grade!r}")
+
+    def step(self, answers: dict, hidden: bool) -> str | None:
+        """Run cell ``self.next``; the grade_id of the test cell it was, if it was one."""
+        import matplotlib.pyplot as plt
+
+        index, nbs = self.next, self.nbs
+        cell = self.cells[index]
+        self.next += 1
+        if cell.cell_type != "code":
+            return None
+        role, grade = nbs.role(cell), nbs.grade_id(cell)
+        label = f"<{self.slug} cell {index} {grade or ''}>"
+        try:
+            if role == "stub":
+                if grade in answers:
+                    source = cell.source if answers[grade] is None else answers[grade]
+                else:
+                    source = self.assemble.fill_stubs(cell.source, grade, self.solutions, False)
+                _exec(source, self.namespace, label)
+            elif role == "test":
+                outcome = TestOutcome(visible_error=_exec(cell.source, self.namespace, label))
+                extra = self.assemble.hidden_tests(self.sec, grade) if hidden else None
+                if extra is not None:
+                    outcome.hidden_ran = True
+                    outcome.hidden_error = _exec(extra, self.namespace, label + " hidden")
+                self.run.tests[grade] = outcome
+                return grade
+            else:
+                error = _exec(cell.source, self.namespace, label)
+                if error:
+                    if nbs.USES_ANSWERS in cell.metadata.get("tags", []):
+                        self.run.demo_errors[index] = error
+                    else:
+                        what = f"{self.slug}: cell {index} failed, and it is not a stub or a test"
+                        raise PlainCellFailed(f"{what}:\n{error}")
+        finally:
+            plt.close("all")
+        return None
+
+    def finish(self, answers: dict, until: str | None, hidden: bool) -> Run:
+        """Run the remaining cells (up to and including test cell ``until``)."""
+        while self.next < len(self.cells):
+            if self.step(answers, hidden) == until and until is not None:
+                break
+        return self.run
+
+
+def _send(fd: int, message) -> None:
+    data = pickle.dumps(message)
+    os.write(fd, len(data).to_bytes(8, "little"))
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _receive(fd: int):
+    """One pickled message from ``fd``, or None at end of file."""
+    head = _read_exactly(fd, 8)
+    if head is None:
+        return None
+    return pickle.loads(_read_exactly(fd, int.from_bytes(head, "little")) or b"")
+
+
+def _read_exactly(fd: int, n: int) -> bytes | None:
+    chunks, left = [], n
+    while left:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _answer_in_child(nb: Notebook, answers: dict, until: str | None, hidden: bool):
+    """Fork; the child finishes the run with ``answers`` and sends it back. The reply, in this process."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the answer's process: never returns
+        os.close(read_fd)
+        try:
+            reply = ("ok", nb.finish(answers, until, hidden))
+        except PlainCellFailed as err:
+            reply = ("error", str(err))
+        except BaseException:  # noqa: BLE001
+            reply = ("error", traceback.format_exc())
+        try:
+            _send(write_fd, reply)
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    reply = _receive(read_fd)
+    os.close(read_fd)
+    _, status = os.waitpid(pid, 0)
+    if reply is None:
+        reply = ("error", f"{nb.slug}: the process running the answer died ({_status(status)}) before it replied")
+    return reply
+
+
+def _status(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"signal {os.WTERMSIG(status)}"
+    return f"exit status {os.WEXITSTATUS(status)}"
+
+
+def _snapshot_loop(conn: Connection, nb: Notebook) -> None:
+    """A snapshot's life: answer requests for its stub until its parent closes the connection."""
+    while True:
+        try:
+            request = conn.recv()
+        except EOFError:
+            os._exit(0)
+        conn.send(_answer_in_child(nb, *request))
+
+
+class Zygote:
+    """The section's executing process: advances through the cells, keeping a snapshot before each stub."""
+
+    def __init__(self, slug: str, hidden: bool, worker_fds: tuple[int, ...] = ()):
+        self.nb = Notebook(slug)
+        self.hidden = hidden
+        self.worker_fds = worker_fds
+        self.snapshots: dict[str, Connection] = {}
+        self.failure: str | None = None
+
+    def _advance_to(self, stop: int) -> None:
+        """Execute cells (with the solutions) until cell ``stop`` is next, forking a snapshot before each stub."""
+        nb = self.nb
+        while nb.next < stop and self.failure is None:
+            cell = nb.cells[nb.next]
+            if cell.cell_type == "code" and nb.nbs.role(cell) == "stub":
+                grade = nb.nbs.grade_id(cell)
+                if grade not in self.snapshots:
+                    ours, theirs = Pipe()
+                    if os.fork() == 0:
+                        ours.close()
+                        for other in self.snapshots.values():
+                            other.close()
+                        for fd in self.worker_fds:  # only the zygote talks to the worker
+                            os.close(fd)
+                        _snapshot_loop(theirs, nb)
+                    theirs.close()
+                    self.snapshots[grade] = ours
+            try:
+                nb.step({}, self.hidden)
+            except PlainCellFailed as err:
+                self.failure = str(err)
+
+    def handle(self, answers: dict, until: str | None):
+        nb = self.nb
+        if not answers:  # the solved run: this process itself goes on to the end
+            self._advance_to(len(nb.cells))
+            return ("error", self.failure) if self.failure else ("ok", nb.run)
+        first = min(answers, key=nb.stub_index)
+        self._advance_to(nb.stub_index(first))
+        if first not in self.snapshots:
+            return ("error", self.failure or f"{nb.slug}: no snapshot before stub {first!r}")
+        conn = self.snapshots[first]
+        conn.send((answers, until, self.hidden))
+        return conn.recv()
+
+
+def main(argv: list[str]) -> None:
+    slug, read_fd, write_fd, log, hidden = argv[0], int(argv[1]), int(argv[2]), argv[3], argv[4] == "1"
+    out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    import torch
+
+    torch.set_num_threads(1)  # as tests/conftest.py does; it is also what makes the forks safe
+    try:
+        zygote = Zygote(slug, hidden, (read_fd, write_fd))
+    except BaseException:  # noqa: BLE001
+        startup = traceback.format_exc()
+        zygote = None
+    while True:
+        request = _receive(read_fd)
+        if request is None:
+            os._exit(0)
+        if zygote is None:
+            reply = ("error", f"{slug}: the notebook's process could not start:\n{startup}")
+        else:
+            try:
+                reply = zygote.handle(*request)
+            except BaseException:  # noqa: BLE001
+                reply = ("error", traceback.format_exc())
+        _send(write_fd, reply)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
