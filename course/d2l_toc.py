@@ -18,9 +18,11 @@ own, as its Sphinx build makes it:
   lines in code blocks (a Python comment ``# ...``) are not headings.
 
 Titles drop D2L's markup: ``## [**Decoder**]`` and ``## (**Encoder**)`` are "Decoder" and "Encoder", ``--`` is an
-en dash; backquotes and ``$...$`` stay. One row per number:
-``number,title,source`` with the chapter's row first (its source is the chapter's ``index.md``). ``--chapters``
-chooses the chapters; the default is the ones the course cites (grep the repository for ``D2L``).
+en dash; backquotes and ``$...$`` stay. The CSV has one row ``number,title,source`` per number, the chapter's row
+first (its source is the chapter's ``index.md``). ``--chapters`` chooses the chapters; the default is the ones the
+course cites (grep the repository for ``D2L``). Checked by hand against the rendered book: 10.7.8 is "Evaluation
+of Predicted Sequences" (BLEU), 11.3.4 "Additive Attention", 11.7.3 "Residual Connection and Layer
+Normalization".
 """
 
 from __future__ import annotations
