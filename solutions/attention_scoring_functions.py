@@ -48,9 +48,9 @@ class AdditiveAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, queries, keys, values, valid_lens=None):
-        queries, keys = self.W_q(queries), self.W_k(keys)  # (B, Q, d_q) -> (B, Q, h), (B, K, d_k) -> (B, K, h)
-        features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))  # (B, Q, 1, h) + (B, 1, K, h) -> (B, Q, K, h)
-        scores = self.w_v(features).squeeze(-1)  # (B, Q, K, h) -> (B, Q, K, 1) -> (B, Q, K)
+        queries, keys = self.W_q(queries), self.W_k(keys)  # (B, Q, d_q) -> (B, Q, N), (B, K, d_k) -> (B, K, N)
+        features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))  # (B, Q, 1, N) + (B, 1, K, N) -> (B, Q, K, N)
+        scores = self.w_v(features).squeeze(-1)  # (B, Q, K, N) -> (B, Q, K, 1) -> (B, Q, K)
         self.attention_weights = ref.masked_softmax(scores, valid_lens)  # (B, Q, K)
         return torch.bmm(self.dropout(self.attention_weights), values)  # (B, Q, K) @ (B, K, v) -> (B, Q, v)
 

@@ -1,5 +1,14 @@
 # Hidden: float64 and 2-D inputs, the window's edge |u| = 1 exactly, just inside and outside it, far tails;
 # references from math, point by point; each kernel must be the student's own function.
+# Contract: the page's sentences each check relies on.
+#   "Write the four kernels of {eq}`eq-kernels` yourself," -> each kernel is the student's own function
+#   "without calling or assigning the reference kernels of `qkv.nadaraya_watson`." -> qkv's kernels forbidden
+#   "Gaussian kernel exp(-x^2 / 2), elementwise" -> the gaussian, far tails included, float64, at 1e-12
+#   "1 where |x| < 1 and 0 elsewhere, so 0 at |x| = 1 exactly" -> the boxcar at +-1, +-0.999 and 1.001
+#   "Constant kernel: 1 everywhere" -> the constant kernel
+#   "kernel max(0, 1 - |x|), elementwise" -> the Epanechnikov kernel
+#   "x: floating-point tensor of any shape" -> a (2, 5) input
+#   "tensor of x's shape and dtype" -> shape (2, 5) kept; float64 stays float64
 import math as _math
 
 import qkv.nadaraya_watson as _nwm

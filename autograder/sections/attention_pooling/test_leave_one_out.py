@@ -1,5 +1,16 @@
 # Hidden: float64 noisy data with unsorted candidate widths and two kernels, references from refitting without
 # each point in plain Python; a tie, which the first width must win; the answer must not call qkv's versions.
+# Contract: the page's sentences each check relies on.
+#   "Write `loo_loss` and `select_bandwidth` yourself," -> qkv's loo_loss, select_bandwidth, estimator forbidden
+#   "without calling the reference versions in `qkv.nadaraya_watson`." -> the same
+#   "the mean over i of (f_{-i}(x_i) - y_i)^2," -> loo_loss against refitting: Gaussian 0.25, triangular 1.5
+#   "where f_{-i} is the estimate from every point except i." -> the same
+#   "the loss as a Python float, computed in the dtype of x" -> float64 data, compared at 1e-9
+#   "The inputs need not be sorted." -> 25 unsorted points
+#   "sigmas: a list of candidate widths, in any order." -> the widths [1.0, 0.08, 0.3, 3.0, 0.15]
+#   "losses[i] = loo_loss(x, y, kernel, sigmas[i])" -> losses in the order of the widths
+#   "best_sigma is the entry of sigmas with the least loss" -> best_sigma for unsorted widths
+#   "(the first of them on a tie)." -> a tie of 2.6 and 2.2, which 2.6 must win
 import math as _math
 
 import qkv.nadaraya_watson as _nwm

@@ -1,5 +1,14 @@
 # Hidden: float64, unsorted keys, other sizes and widths, three kernels, a single query; references from
 # explicit loops over queries and keys in plain Python. The answer must not call qkv's estimator.
+# Contract: the page's sentences each check relies on.
+#   "without calling the reference `qkv.nadaraya_watson.nadaraya_watson`." -> qkv's estimator forbidden
+#   "the weight of key j for query i is proportional to" -> weights against loops: Gaussian of widths 0.7, 0.3,
+#   "kernel((x_val[i] - x_train[j]) / sigma): query minus key." -> triangular 2.5, constant (sign not tested yet)
+#   "each row non-negative and summing to 1" -> the same weights
+#   "y_hat of shape (Q,), the predictions" -> y_hat against loops
+#   "both in the dtype of x_train (float64 stays float64)" -> float64 compared at 1e-9
+#   "x_train: training inputs, the keys; tensor of shape (K,)." -> 9 unsorted keys, 6 queries, then one query
+#   "def nadaraya_watson(x_train, y_train, x_val, kernel, sigma=1.0):" -> the default width 1
 import math as _math
 
 import qkv.nadaraya_watson as _nwm

@@ -1,7 +1,17 @@
-# Hidden: float64 (the lazy layers are sized by a first call, then converted), other sizes (h = 7, d_q = 4, d_k = 3),
+# Hidden: float64 (the lazy layers are sized by a first call, then converted), other sizes (N = 7, d_q = 4, d_k = 3),
 # our own weights copied in, lengths per example and per query, references by explicit loops; no biases; in training
 # mode dropout acts on the weights; the class is the student's own, not (a subclass of) the reference.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+# Contract: the page's sentences each check relies on.
+#   "Write the class yourself, not qkv's class or a subclass of it." -> the class's MRO; qkv's classes forbidden
+#   "three linear layers without bias" -> no bias on W_q, W_k, w_v
+#   "The tests call the module once so that the lazy layers get their sizes" -> a first call, then .double()
+#   "W_q.weight (N, d_q), W_k.weight (N, d_k) and w_v.weight (1, N)" -> weight shapes for N = 7, d_q = 4, d_k = 3
+#   "Additive attention, scores w_v^T tanh(W_q q + W_k k)" -> weights and output against loops
+#   "valid_lens as in masked_softmax; mask with ref.masked_softmax." -> no mask, lengths per example and per query
+#   "after .double(), in float64." -> float64 compared at 1e-12
+#   "weights (B, Q, K), before dropout, in self.attention_weights;" -> training mode: weights 1/3, 3 equal keys
+#   "apply self.dropout to the weights and multiply by the values." -> training mode: outputs of dropped-out weights
 import torch as _torch
 
 import qkv.attention as _qa
@@ -41,7 +51,7 @@ with checks.forbid_reference(AdditiveAttention, (_qa, "DotProductAttention"), (_
             checks.check_shape(
                 _lin.weight.detach(),
                 tuple(_w.shape),
-                f"{_nm}.weight (hidden, h = 7, d_q = 4, d_k = 3)",
+                f"{_nm}.weight (hidden, N = 7, d_q = 4, d_k = 3)",
                 hint="W_q: d_q -> num_hiddens, W_k: d_k -> num_hiddens, w_v: num_hiddens -> 1",
             )
             checks.check_true(_lin.bias is None, f"{_nm} has no bias", hint="pass bias=False to nn.LazyLinear")

@@ -2,6 +2,15 @@
 # references from explicit squared distances, softmax(-||q - k||^2 / (2 sqrt(d))); in training mode dropout acts on the
 # weights; and no tensor of the size of the (B, Q, K, d) differences q - k is ever made.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+# Contract: the page's sentences each check relies on.
+#   "The weights are softmax(-||q - k||^2 / (2 sqrt(d))) over the valid keys." -> against loops; d = 3, long keys
+#   "valid_lens as in masked_softmax; mask with ref.masked_softmax." -> no mask, lengths per example and per query
+#   "float64 inputs give float64 weights and output, to float64 precision" -> compared at 1e-6, then 1e-12
+#   "weights (B, Q, K), before dropout, in self.attention_weights;" -> training mode: weights 1/3, 3 equal keys
+#   "apply self.dropout to the weights and multiply by the values." -> training mode: outputs of dropped-out weights
+#   "It never forms the (B, Q, K, d) differences q - k" -> the memory probe, 40 queries, 48 keys, d = 128
+#   "no tensor it makes is more than 4 times the size of the largest of" -> the probe's bound, with:
+#   "the queries, the keys and the (B, Q, K) scores." -> the same probe
 import torch.overrides as _ov
 
 

@@ -1,6 +1,13 @@
 # Hidden: float64, d = 5 and v = 3, no mask, lengths per example and per query, references by explicit loops; in
 # training mode dropout acts on the weights; the class is the student's own, not (a subclass of) the reference.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+# Contract: the page's sentences each check relies on.
+#   "Write the class yourself, not qkv's class or a subclass of it." -> the class's MRO; qkv's classes forbidden
+#   "Scaled dot-product attention, softmax(Q K^T / sqrt(d)) V" -> weights and output against loops, d = 5, v = 3
+#   "valid_lens as in masked_softmax (None, (B,) or (B, Q))" -> no mask, lengths per example and per query
+#   "float64 inputs give float64 weights and output, to float64 precision" -> compared at 1e-12
+#   "self.attention_weights as they are before dropout;" -> training mode: weights 1/3 with 3 equal keys
+#   "apply self.dropout to the weights (not to the output)" -> training mode: outputs of dropped-out weights
 import qkv.attention as _qa
 
 

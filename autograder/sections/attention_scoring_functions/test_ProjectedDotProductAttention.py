@@ -1,6 +1,13 @@
 # Hidden: float64, query size 3 and key size 5 (so scaling by the wrong size shows), our projection copied in, no
 # mask, lengths per example and per query, references by explicit loops; in training mode dropout acts on the weights.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+# Contract: the page's sentences each check relies on.
+#   "self.W_q = nn.Linear(query_size, key_size, bias=False)" -> W_q.weight (5, 3) and no bias
+#   "The scores are W_q(q) . k / sqrt(d_k)." -> query size 3, key size 5, our projection copied in, against loops
+#   "valid_lens as in masked_softmax; mask with ref.masked_softmax." -> no mask, lengths per example and per query
+#   "after .double(), in float64, to float64 precision." -> compared at 1e-12
+#   "weights (B, Q, K), before dropout, in self.attention_weights;" -> training mode: weights 1/3, 3 equal keys
+#   "apply self.dropout to the weights and multiply by the values." -> training mode: outputs of dropped-out weights
 import torch as _torch
 
 _g = _T.Generator().manual_seed(1136)

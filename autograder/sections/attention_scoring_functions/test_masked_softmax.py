@@ -2,6 +2,17 @@
 # scores past the lengths, which must not matter; None; the caller's scores left unchanged; no call to the reference.
 # References by explicit loops over rows.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+# Contract: the page's sentences each check relies on.
+#   "Write `masked_softmax` yourself, with torch operations only." -> qkv's masked_softmax and masks forbidden
+#   "one length per example shared by all its queries;" -> lengths per example [1, 5, 3]
+#   "or of shape (B, Q), one length per query." -> lengths per query; one query with lengths (B, 1)
+#   "Every length is between 1 and K." -> lengths 1 and K among them
+#   "The entries past l are exactly 0 whatever X holds there" -> masked weights exactly 0
+#   "(even inf or NaN)" -> inf, NaN and 1e30 past the lengths
+#   "weights of shape (B, Q, K), of the dtype of X." -> float64 weights at 1e-12; on meta, X's dtype
+#   "None, meaning no mask (a plain softmax over the keys)" -> valid_lens = None
+#   "and X itself is left unchanged." -> the scores X after the call
+#   "make every new tensor on X's device, and read no values out of a tensor" -> X and lengths on the meta device
 import math as _math
 
 import qkv.attention as _qa

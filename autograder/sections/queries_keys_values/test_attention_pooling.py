@@ -1,4 +1,12 @@
 # Hidden: other sizes, float64, a non-symmetric similarity, one query; references from explicit loops.
+# Contract: the page's sentences each check relies on.
+#   "a function called as similarity(queries, keys), in that order" -> the similarity that is not symmetric
+#   "maps queries (Q, d) and keys (K, d) to scores (Q, K)" -> 4 queries x 6 keys, a single query
+#   "the softmax of each query's scores (each row sums to 1)" -> weights against explicit loops
+#   "output of shape (Q, v), the weighted sums of the values" -> output against loops; one query's output shape
+#   "Both in the dtype of the inputs" -> float64 weights and output compared at 1e-9
+#   "right for scores of any size" -> scores between 100 and 300 in float32
+#   "scores of several hundred overflow exp() in float32, which torch.softmax avoids" -> the same check
 import math as _math
 
 _T = checks.trusted

@@ -1,5 +1,8 @@
 # Hidden: other sizes, float64 inputs, and queries that differ wildly must still get the plain mean; the softmax and
 # the product are torch's, so only this exercise is tested.
+# Contract: the page's sentences each check relies on.
+#   "attention pooling averages the values, whatever the query" -> queries times 100: weights 1/9, the mean
+#   "scores of shape (Q, K), of the queries' dtype and device." -> shape (3, 9); float64 scores for float64 queries
 _T = checks.trusted
 _g = _T.Generator().manual_seed(1103)
 _q = 100 * _T.randn(3, 2, generator=_g, dtype=_T.float64)

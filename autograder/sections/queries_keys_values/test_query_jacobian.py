@@ -1,6 +1,13 @@
 # Hidden: other sizes (Q = 4, K = 6, d = 3, and one query), float64, three betas and the default; weights from
 # queries and weights given directly (any rows that sum to 1, one-hot rows among them). References: the closed form
 # of eq-query-gradient by explicit loops over nested lists, and torch.autograd's derivative of attention pooling.
+# Contract: the page's sentences each check relies on.
+#   "tensor of shape (Q, d, d) and the dtype of the keys" -> shape (4, 3, 3); float64, to 1e-10
+#   "beta * (sum_j weights[i, j] k_j k_j^T - m_i m_i^T)" -> the closed form by loops, beta 1, 0.3 and 4
+#   "with m_i = sum_j weights[i, j] k_j the output of query i." -> the same checks
+#   "The derivative of attention pooling's output with respect to each query" -> against torch.autograd
+#   "def query_jacobian(weights, keys, beta=1.0):" -> the default beta
+#   "row i holds query i's weights (each row sums to 1)" -> weights given directly: one-hot, uniform, one query
 _T = checks.trusted
 _g = _T.Generator().manual_seed(1104)
 _k = _T.randn(6, 3, generator=_g, dtype=_T.float64)  # (K, d)

@@ -1,4 +1,8 @@
 # Hidden: other sizes and betas, float64; references from explicit loops over pairs.
+# Contract: the page's sentences each check relies on.
+#   "scores[i, j] = -beta * ||queries[i] - keys[j]||^2." -> scores for beta 0.5 and 3, 5 queries x 7 keys
+#   "beta: the sharpness, a positive number (10 by default)." -> scores with the default beta
+#   "scores of shape (Q, K) and the dtype of the inputs" -> float64 scores compared at 1e-9
 _T = checks.trusted
 _g = _T.Generator().manual_seed(1102)
 _q = _T.randn(5, 4, generator=_g, dtype=_T.float64)
