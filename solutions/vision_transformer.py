@@ -89,7 +89,7 @@ class ViT(nn.Module):
         self.patch_embedding = ref.PatchEmbedding(img_size, patch_size, N, in_channels=in_channels)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, N))  # (1, 1, N)
         num_steps = self.patch_embedding.num_patches + 1  # the patches and <cls>
-        self.pos_embedding = nn.Parameter(0.02 * torch.randn(1, num_steps, N))  # (1, P + 1, N)
+        self.pos_embedding = nn.Parameter(torch.randn(1, num_steps, N))  # (1, P + 1, N), as D2L and ref.ViT
         self.dropout = nn.Dropout(emb_dropout)
         self.blks = nn.Sequential(
             *(ref.ViTBlock(N, N, mlp_num_hiddens, num_heads, blk_dropout, use_bias) for _ in range(num_blks))

@@ -45,6 +45,9 @@ def test_accuracy_against_time_plots_each_history():
     lines = ax.get_lines()
     assert list(lines[0].get_xdata()) == [1.0, 2.0] and list(lines[0].get_ydata()) == [0.5, 0.7]
     assert list(lines[2].get_ydata()) == [0.86, 0.86]
+    ax = figures.accuracy_against_time(runs, d2l=0.86)  # an accuracy alone: D2L states no time
+    assert list(ax.get_lines()[2].get_ydata()) == [0.86, 0.86]
+    assert ax.get_legend_handles_labels()[1][2] == "D2L's ViT: 0.86 on a GPU"
     with pytest.raises(ValueError, match="one train_seconds per val_acc"):
         figures.accuracy_against_time({"bad": {"train_seconds": [1.0], "val_acc": [0.5, 0.6]}})
     with pytest.raises(ValueError, match="one cpu_seconds per val_acc"):

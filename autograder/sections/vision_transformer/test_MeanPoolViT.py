@@ -1,6 +1,10 @@
 # Hidden: float64, random positions; no <cls>: the patches with rows 1.. of the positional embedding, the blocks,
 # the head on the mean over the P patches, against an independent computation (explicit patches, PyTorch's pre-norm
 # encoder layers); checked in an example where <cls> or position 0 would change the answer.
+# Contract: the page's sentences each check relies on.
+#   "as a subclass of `ref.ViT` that keeps its parameters and changes `forward` only:" -> subclass; weights in
+#   "self.patch_embedding, plus self.pos_embedding[:, 1:], self.dropout, self.blks," -> independent computation
+#   "self.head applied to the mean over the P patches. No <cls> token." -> random <cls> and position 0
 _g = _T.Generator().manual_seed(1187)
 checks.check_true(
     isinstance(MeanPoolViT, type) and issubclass(MeanPoolViT, _qv.ViT),

@@ -1,5 +1,12 @@
 # Hidden: float64, a rectangular image with rectangular patches, 2 channels; the answer's convolution against an
 # explicit reshape of the image into row-major patches times the same weights; the stored number of patches.
+# Contract: the page's sentences each check relies on.
+#   "sizes an int or a (height, width) pair;" -> a 9 x 8 image in 3 x 2 patches
+#   "self.conv = nn.Conv2d(in_channels, num_hiddens, kernel_size=patch_size, stride=patch_size);" -> weights copied in
+#   "self.num_patches = the number of patches, an int." -> num_patches == 12
+#   "row i * (w / pw) + j holding the patch in row i, column j of the grid;" -> against an explicit cut
+#   "X's dtype and device." -> float64
+#   "Your own code: no call to ref.PatchEmbedding." -> the reference is forbidden
 _g = _T.Generator().manual_seed(1181)
 with checks.forbid_reference(PatchEmbedding, (_qv, "PatchEmbedding")):
     _emb = PatchEmbedding((9, 8), (3, 2), 5, in_channels=2).double()

@@ -3,6 +3,18 @@
 # pre-norm encoder layers, the head on <cls>); dropout after the positions in training mode; with 'meta' as the
 # default device around a CPU model and CPU images, a <cls> or zeros made without device= fails (a right answer
 # makes no tensor there, so no 'meta' arithmetic and none of the imports it starts).
+# Contract: the page's sentences each check relies on.
+#   "self.patch_embedding = ref.PatchEmbedding(img_size, patch_size, num_hiddens, in_channels=in_channels);" -> names
+#   "self.cls_token = nn.Parameter of zeros (1, 1, N);" -> its shape
+#   "self.pos_embedding = nn.Parameter of torch.randn(1, P + 1, N)," -> its shape
+#   "self.blks = nn.Sequential of num_blks ref.ViTBlock(N, N, mlp_num_hiddens, num_heads, blk_dropout," -> names
+#   "self.head = nn.Sequential(nn.LayerNorm(N), nn.Linear(N, num_classes))." -> weights copied in
+#   "<cls> first, then the P patch tokens;" -> logits against an independent computation
+#   "self.dropout once, on their sum with self.pos_embedding;" -> the mask, in training mode
+#   "self.blks; self.head on position 0." -> the head on <cls>
+#   "Makes no new tensor (expand self.cls_token over the batch)," -> a batch of 3
+#   "so it runs on the device of the model and X." -> 'meta' as the default device
+#   "Your own code: no call to ref.ViT." -> the reference is forbidden
 _g = _T.Generator().manual_seed(1185)
 with checks.forbid_reference(ViT, (_qv, "ViT")):
     _vit = ViT((6, 8), 2, 8, 12, 2, 2, 0.0, 0.0, num_classes=5, in_channels=3).double().eval()

@@ -1,6 +1,13 @@
 # Hidden: float64, inputs with a large offset (pre-norm keeps it on the residual path, post-norm removes it); the
 # answer against PyTorch's nn.TransformerEncoderLayer(norm_first=True, activation="gelu", dropout 0) holding the
 # same weights, with and without padding (valid_lens as a key padding mask; the valid rows compared).
+# Contract: the page's sentences each check relies on.
+#   "self.ln1 = nn.LayerNorm(norm_shape); self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout," -> names
+#   "self.ln2 = nn.LayerNorm(norm_shape); self.mlp = ref.ViTMLP( mlp_num_hiddens, num_hiddens, dropout," -> names
+#   "(B, T, N), equation (eq-prenorm)," -> against nn.TransformerEncoderLayer(norm_first=True)
+#   "the layer norms do not see it, so the block's output moves by exactly that number." -> inputs near 50
+#   "valid_lens passed on to the self-attention." -> padding, as a key padding mask
+#   "Your own code: no call to ref.ViTBlock." -> the reference is forbidden
 _g = _T.Generator().manual_seed(1184)
 with checks.forbid_reference(ViTBlock, (_qv, "ViTBlock")):
     _blk = ViTBlock(8, 8, 12, 2, 0.0).double().eval()

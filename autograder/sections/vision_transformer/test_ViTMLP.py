@@ -1,5 +1,10 @@
 # Hidden: float64, weights of our own; exact (erf) GELU between the layers; in training mode dropout after each
 # layer, with the same random masks as the reference draws.
+# Contract: the page's sentences each check relies on.
+#   "self.dense1 = nn.LazyLinear(mlp_num_hiddens), self.gelu = nn.GELU()," -> weights copied in; exact GELU
+#   "self.dense2 = nn.LazyLinear(mlp_num_outputs)" -> the output size
+#   "with dropout1 on the GELU's output and dropout2 on dense2's (eq-vit-mlp)." -> the masks, in training mode
+#   "Your own code: no call to ref.ViTMLP." -> the reference is forbidden
 _g = _T.Generator().manual_seed(1182)
 with checks.forbid_reference(ViTMLP, (_qv, "ViTMLP")):
     _mlp = ViTMLP(7, 3, dropout=0.5)

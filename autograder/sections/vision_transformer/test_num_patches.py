@@ -1,5 +1,10 @@
 # Hidden: closed forms h w / (ph pw) for square and rectangular sizes, an int result, and a ValueError for sizes that
 # do not divide or are not positive.
+# Contract: the page's sentences each check relies on.
+#   "img_size, patch_size: an int n (a square, n x n) or a (height, width) pair of ints." -> squares, rectangles
+#   "Returns the int (h / ph) * (w / pw)." -> six closed forms, each an int
+#   "Raises a ValueError, saying which sizes, if a size is not positive" -> (0, 4), (8, -2)
+#   "or the patch does not divide the image on both sides." -> sizes that do not divide, on either side
 for _args, _want in [
     ((28, 7), 16),
     ((96, 16), 36),

@@ -94,13 +94,13 @@ def glance(image=None, patch_size: int = 7):
     return fig
 
 
-def accuracy_against_time(runs: dict, d2l: tuple[float, float] | None = None, ax=None, clock: str = "wall"):
+def accuracy_against_time(runs: dict, d2l: float | tuple[float, float] | None = None, ax=None, clock: str = "wall"):
     """Test accuracy after each epoch against the training time, one curve per run.
 
     ``runs`` maps a label to a history with ``val_acc`` and, per epoch, ``train_seconds`` (wall seconds of training,
     evaluation excluded; ``clock="wall"``) or ``cpu_seconds`` (the process's CPU seconds; ``clock="cpu"``), as
-    :func:`qkv.vit.train_fashion_mnist` records them; ``d2l`` = (accuracy, seconds) adds D2L's published result as
-    a horizontal line. Returns the axes.
+    :func:`qkv.vit.train_fashion_mnist` records them; ``d2l``, an accuracy or an (accuracy, seconds) pair, adds
+    D2L's result as a horizontal line. Returns the axes.
     """
     keys = {"wall": "train_seconds", "cpu": "cpu_seconds"}
     if clock not in keys:
@@ -115,7 +115,9 @@ def accuracy_against_time(runs: dict, d2l: tuple[float, float] | None = None, ax
             raise ValueError(f"{label}: need one {key} per val_acc, got {len(seconds)} and {len(acc)}")
         ax.plot(seconds, acc, "o-", color=f"C{k}", label=label)
     if d2l is not None:
-        ax.axhline(d2l[0], color="0.5", ls="--", label=f"D2L's ViT: {d2l[0]:.2f} after {d2l[1]:.0f} s on a GPU")
+        acc, seconds = (d2l, None) if isinstance(d2l, int | float) else d2l
+        when = "on a GPU" if seconds is None else f"after {seconds:.0f} s on a GPU"
+        ax.axhline(acc, color="0.5", ls="--", label=f"D2L's ViT: {acc:.2f} {when}")
     ax.set_xlabel(
         "training time (wall seconds, evaluation excluded)"
         if clock == "wall"
