@@ -107,6 +107,23 @@ def test_lab_states_gpu_behaviour_as_expectation_until_a_gpu_run_is_committed():
             assert claim not in text, f"'{claim}' states as a fact what no committed GPU run has measured"
 
 
+def test_lab_flop_order_at_long_sequences_and_the_materialised_intensity():
+    """The lab, Step 5: at long sequences 'the GRU does far fewer FLOPs than attention (only the convolution does
+    fewer)'; Step 1: materialised intensity about (4d + 6)/(4 beta) once n >> d."""
+    from qkv import costlab, timing
+
+    text = prose("attention-cost-lab")
+    assert "The GRU does far fewer FLOPs than attention at long sequences (only the convolution does fewer)" in text
+    flops = {c.family: c.flops for c in costlab.contenders("cpu")}
+    for n in (2048, 16384):  # the largest n of the CPU and of the GPU sweep
+        attention, gru, conv = (flops[f](1, n, 64) for f in ("self-attention", "RNN", "CNN"))
+        assert conv < gru and 10 * gru < attention, (n, conv, gru, attention)
+    assert "about $(4d + 6)/(4\\beta)$ once $n \\gg d$" in text
+    n, d, beta = 1 << 16, 64, 2
+    intensity = timing.attention_flops(n, n, d)["total"] / timing.attention_bytes(n, n, d, dtype_bytes=beta)["total"]
+    assert intensity == pytest.approx((4 * d + 6) / (4 * beta), rel=0.01)
+
+
 # ----------------------------------------------------------------------------- 11.3 attention scoring functions
 
 
@@ -292,6 +309,302 @@ def test_grouped_query_attention_cuts_the_parameters_as_the_page_says():
         assert wrong not in text and wrong not in rubric, f"'{wrong}' contradicts the ratio {ratio:.2f}"
 
 
+# ----------------------------------------------------------------------------- 11.1-11.3 and the introduction: the
+# numbers and claims of the close reading (each read from the prose and recomputed)
+
+
+def _code(slug: str) -> str:
+    """The code cells of ``book/<slug>.md`` as one string."""
+    return "\n".join(c.source for c in nbs.read(section(slug).path).cells if c.cell_type == "code")
+
+
+def _alt(slug: str, marker: str) -> str:
+    """The alt text of the one code cell of ``book/<slug>.md`` that contains ``marker``, whitespace collapsed."""
+    (cell,) = [c for c in nbs.read(section(slug).path).cells if c.cell_type == "code" and marker in c.source]
+    return " ".join(cell.metadata["mystnb"]["image"]["alt"].split())
+
+
+def test_qkv_glance_alt_text_gives_the_weights_the_figure_draws():
+    import inspect
+
+    from qkv.figures import queries_keys_values as figures
+
+    found = re.search(r"each key's weight \(([\d., ]+)\)", _alt("queries-keys-values", "figures.glance()"))
+    assert found, "the alt text of 11.1's glance figure no longer lists the weights"
+    said = [float(w) for w in found.group(1).split(", ")]
+    drawn = inspect.signature(figures.glance).parameters["weights"].default
+    assert said == pytest.approx(list(drawn)), f"the alt text says {said}; glance() draws {drawn}"
+
+
+def test_qkv_random_dot_product_weights_are_sharp_for_one_query_and_spread_for_the_others():
+    """'the first query puts almost all of its weight on that key ... while the other two spread theirs over several
+    keys', each row's largest weight on the key with the largest dot product; recomputed from the page's cells."""
+    text = prose("queries-keys-values")
+    assert "the first query puts almost all of its weight on that key, close to a look-up" in text
+    assert "while the other two spread theirs over several keys" in text
+    assert "Each row gives its largest weight to the key with the largest dot product" in text
+    ns = _run_until("queries-keys-values", "weights = torch.softmax(scores, dim=1)")
+    weights, scores = ns["weights"], ns["scores"]  # (Q, K) = (3, 5)
+    assert torch.equal(weights.argmax(dim=1), scores.argmax(dim=1))
+    top = weights.max(dim=1).values  # (Q,)
+    assert top[0] > 0.95, f"the first query's largest weight is {top[0]:.2f}, not almost all"
+    for i in (1, 2):
+        assert top[i] < 0.75 and (weights[i] > 0.1).sum() >= 2, f"query {i} does not spread: {weights[i]}"
+
+
+def test_qkv_gradient_demo_uses_eight_random_keys():
+    assert "for a query equal to one of eight random keys" in prose("queries-keys-values")
+    assert "demo_keys = torch.randn(8, 3, dtype=torch.float64)" in _code("queries-keys-values")
+    assert "demo_keys[0]" in _code("queries-keys-values"), "the query is no longer one of the keys"
+
+
+def test_pooling_data_are_the_ones_the_prose_describes():
+    """'40 inputs drawn uniformly from [0, 5), each label with added noise of standard deviation 1', the grid
+    0, 0.1, ..., 4.9 and the (Q, K) = (50, 40) weights."""
+    from qkv import nadaraya_watson as nw
+
+    text = prose("attention-pooling")
+    n = int(
+        number_after(text, r"we observe it at (\d+) inputs drawn uniformly from \$\[0, 5\)\$", "the number of inputs")
+    )
+    noise = number_after(text, r"each label with added noise of standard deviation (\d+)", "the noise")
+    assert "We predict on the grid $0, 0.1, \\ldots, 4.9$" in text
+    assert f"data = nw.make_data(n={n}, noise={noise:.1f}, seed=0)" in _code("attention-pooling")
+    data = nw.make_data(n=n, noise=noise, seed=0)
+    assert 0 <= data.x_train.min() and data.x_train.max() < 5
+    grid = [round(v, 6) for v in data.x_val.tolist()]
+    assert grid[:2] == [0.0, 0.1] and grid[-1] == 4.9
+    q = int(number_after(text, r"\(Q, K\) = \((\d+), \d+\)", "the size of the weights"))
+    k = int(number_after(text, r"\(Q, K\) = \(\d+, (\d+)\)", "the size of the weights"))
+    assert (q, k) == (len(grid), n)
+
+
+def test_pooling_kernel_fits_at_width_one_do_what_the_prose_says():
+    """The Gaussian at width 1 flattens f's peak near x = 2 and shifts it right; at x = 0 every local kernel
+    predicts well above f(0) = 0; the queries at the ends of the grid give their keys larger weights."""
+    text = prose("attention-pooling")
+    assert "flattens the peak near $x = 2$ and shifts it to the right" in text
+    assert "so all of them predict well above $f(0) = 0$" in text
+    assert "The queries near the ends of the grid put more weight on each of their keys" in text
+    ns = _run_until("attention-pooling", "plot_fits([y_hat for y_hat, _ in fits.values()], list(fits))")
+    data, fits = ns["data"], ns["fits"]
+    peak = 2 * math.pi / 3  # f'(x) = 2 cos x + 1 = 0
+
+    def f(x):
+        return 2 * math.sin(x) + x
+
+    y_gauss, w_gauss = fits["gaussian"]
+    assert float(data.x_val[y_gauss.argmax()]) > peak, "the Gaussian's peak is not right of f's"
+    assert float(y_gauss.max()) < f(peak), "the Gaussian does not flatten the peak"
+    assert f(peak + 1) - f(peak) > f(peak - 1) - f(peak), "f does not fall more slowly right of its peak"
+    at_zero = {name: float(fits[name][0][0]) for name in ("gaussian", "boxcar", "epanechnikov")}  # x_val[0] = 0
+    low = number_after(text, r"from about (\d+) \(Epanechnikov\)", "the Epanechnikov estimate at 0")
+    high = number_after(text, r"to about (\d+) \(Gaussian\)", "the Gaussian estimate at 0")
+    assert (round(at_zero["epanechnikov"]), round(at_zero["gaussian"])) == (low, high), at_zero
+    assert min(at_zero.values()) == at_zero["epanechnikov"] and max(at_zero.values()) == at_zero["gaussian"]
+    for name in ("gaussian", "boxcar", "epanechnikov"):
+        top = fits[name][1].max(dim=1).values  # (Q,): each query's largest weight
+        middle = top[10:-10].max()
+        assert top[0] > middle and top[-1] > middle, f"{name}: the end queries do not weigh their keys more"
+
+
+def test_pooling_gaussian_weight_at_one_and_three_widths():
+    text = prose("attention-pooling")
+    at_one = number_after(text, r"\$e\^\{-1/2\} \\approx ([\d.]+)\$ of the weight", "the weight at one width")
+    assert at_one == round(math.exp(-0.5), 2)
+    at_three = number_after(text, r"one \$3\\sigma\$ away gets about (\d+)% of it", "the weight at three widths")
+    assert at_three == round(100 * math.exp(-4.5))
+
+
+def test_pooling_width_figures_say_what_the_fits_show():
+    text = prose("attention-pooling")
+    assert "At $\\sigma = 0.05$ most queries give over 90% of their weight to their two nearest keys" in text
+    assert (
+        "at $\\sigma = 2$ each query spreads its weight over most of the data and the peak near $x = 2$ is mostly"
+        in text
+    )
+    assert "In between, the estimate tracks $f$ more closely than at either end" in text
+    alt = _alt("attention-pooling", "widths = [0.05, 0.2, 0.5, 2.0]")
+    assert "the narrowest wiggles through the noise, the widest is almost flat, the middle ones track f more" in alt
+    ns = _run_until("attention-pooling", "widths = [0.05, 0.2, 0.5, 2.0]")
+    data, by_width = ns["data"], dict(zip(ns["widths"], ns["fits"]))
+    top2 = by_width[0.05][1].topk(2, dim=1).values.sum(dim=1)  # (Q,)
+    assert (top2 > 0.9).float().mean() > 0.5, "at sigma = 0.05 most queries do not give 90% to two keys"
+    share = by_width[2.0][1].sort(dim=1, descending=True).values.cumsum(dim=1)  # (Q, K)
+    keys_for_90 = (share < 0.9).sum(dim=1) + 1  # (Q,)
+    assert (keys_for_90 > data.x_train.numel() / 2).all(), "at sigma = 2 some query needs under half the keys"
+    span = {s: float(y.max() - y.min()) for s, (y, _) in by_width.items()}
+    f_span = float(data.y_val.max() - data.y_val.min())
+    assert span[0.05] > f_span, "the narrowest fit does not wiggle beyond f's own range"
+    assert span[2.0] < 0.15 * f_span, f"the widest fit spans {span[2.0]:.2f}, not almost flat (f spans {f_span:.2f})"
+    error = {s: float(((y - data.y_val) ** 2).mean()) for s, (y, _) in by_width.items()}
+    assert max(error[0.2], error[0.5]) < min(error[0.05], error[2.0]), error
+
+
+def test_pooling_explorer_alt_text_names_the_width_with_the_least_loss():
+    """'columns sigma 0.1, 0.5 and 2 ... 0.5 has the lowest loss', for each of the explorer's three kernels."""
+    from qkv import nadaraya_watson as nw
+
+    alt = _alt("attention-pooling", "widgets.nadaraya_watson_explorer(")
+    columns = re.search(r"columns sigma ([\d.]+), ([\d.]+) and ([\d.]+)", alt)
+    lowest = re.search(r"([\d.]+) has the lowest loss", alt)
+    assert columns and lowest, f"the explorer's alt text no longer names its widths and the best one: {alt!r}"
+    widths = [float(w) for w in columns.groups()]
+    data = nw.make_data(n=40, noise=1.0, seed=0)
+    for kernel in ("gaussian", "boxcar", "epanechikov"):
+        losses = {s: nw.loo_loss(data.x_train, data.y_train, kernel, s) for s in widths}
+        assert min(losses, key=losses.get) == float(lowest.group(1)), f"{kernel}: {losses}"
+
+
+def test_pooling_loo_figure_claims():
+    """The training error is about 0 at the narrowest width; the leave-one-out loss lies above the error against the
+    truth and has its minimum where that error has its own."""
+    text = prose("attention-pooling")
+    assert "at $\\sigma = 0.003$ each point is, in effect, its own prediction" in text
+    ns = _run_until("attention-pooling", 'ax_loss.set_title(f"LOO chooses sigma')
+    sigmas, loo, train, truth = ns["sigmas"], ns["loo"], ns["train"], ns["truth"]
+    assert f"{sigmas[0]:.3f}" == "0.003" and train[0] < 1e-4, (sigmas[0], train[0])
+    assert "it sits above the error against the truth" in text
+    assert "but both curves have their minimum in the same place" in text
+    assert all(a > b for a, b in zip(loo, truth)), "the leave-one-out loss dips below the error against f"
+    assert loo.index(min(loo)) == truth.index(min(truth)), "the two minima are at different widths of the grid"
+    assert ns["best"] == sigmas[loo.index(min(loo))]
+
+
+def test_pooling_underflow_widths_in_float32_and_float64():
+    """'On these data that happens below sigma ~ 0.015 in float32 but only below sigma ~ 0.006 in float64': the
+    widths under which some training point's kernel weights on all the other points underflow to 0."""
+    from qkv import nadaraya_watson as nw
+
+    text = prose("attention-pooling")
+    said32 = number_after(text, r"below \$\\sigma \\approx ([\d.]+)\$ in float32", "the float32 width")
+    said64 = number_after(text, r"only below \$\\sigma \\approx ([\d.]+)\$ in float64", "the float64 width")
+    data = nw.make_data(n=40, noise=1.0, seed=0)
+
+    def threshold(dtype):
+        x = data.x_train.to(dtype)
+        off = 1 - torch.eye(len(x), dtype=dtype)  # (n, n): no weight on itself
+
+        def lonely(sigma):  # some point gets zero weight from every other point
+            return bool(((nw.gaussian((x[:, None] - x[None, :]) / sigma) * off).sum(dim=1) == 0).any())
+
+        lo, hi = 1e-4, 1.0  # lonely(lo), not lonely(hi)
+        for _ in range(50):
+            mid = math.sqrt(lo * hi)
+            lo, hi = (mid, hi) if lonely(mid) else (lo, mid)
+        return hi
+
+    assert f"{threshold(torch.float32):.3f}" == f"{said32:.3f}", threshold(torch.float32)
+    assert f"{threshold(torch.float64):.3f}" == f"{said64:.3f}", threshold(torch.float64)
+
+
+@pytest.mark.parametrize("slug", ["attention-pooling", "attention-scoring-functions"])
+def test_how_this_page_was_built_names_the_one_cell_that_calls_an_answer(slug):
+    """'only the cell that says ... calls an answer': exactly one demo is tagged uses-answers, and it is that one."""
+    cells = [c for c in nbs.read(section(slug).path).cells if c.cell_type == "code"]
+    using = [c.source for c in cells if "uses-answers" in c.metadata.get("tags", [])]
+    text = prose(slug)
+    assert "How this page was built" in text
+    assert len(using) == 1, f"{slug}: {len(using)} demos use the answers; the admonition says one"
+    if slug == "attention-pooling":
+        assert 'only the cell that says "With your own `select_bandwidth`" calls an answer' in text
+        assert "select_bandwidth(x64, y64" in using[0]
+    else:
+        assert "only the figure that compares distance-based with dot-product attention calls an answer" in text
+        assert "DistanceAttention(0.0)" in using[0] and "ref.DotProductAttention(0.0)" in using[0]
+
+
+def test_scoring_sample_sizes_in_the_prose_are_the_cells_own():
+    """'sampling 5,000 query-key pairs', '200 random queries, each over 16 random keys', and the explorer's
+    d = 1, 16, 64 and 1024, whose unscaled weights collapse onto one key."""
+    import inspect
+
+    from qkv.widgets import attention_scoring_functions as widgets
+
+    text, code = prose("attention-scoring-functions"), _code("attention-scoring-functions")
+    pairs = re.search(r"checked by sampling ([\d,]+) query-key pairs", text)
+    assert pairs, "the prose no longer says how many query-key pairs it samples"
+    assert f"torch.randn({int(pairs.group(1).replace(',', '')):_}, d)" in code
+    queries = int(number_after(text, r"the weights of (\d+) random queries", "the number of queries"))
+    keys = int(number_after(text, r"random queries, each over (\d+) random keys", "the number of keys"))
+    assert inspect.signature(widgets.softmax_entropy_vs_dim).parameters["trials"].default == queries
+    assert code.count(f"num_keys={keys})") == 2, "the entropy cell uses another number of keys"
+    alt = _alt("attention-scoring-functions", "widgets.softmax_scaling_explorer()")
+    assert "for d = 1, 16, 64 and 1024" in alt and "unscaled weights collapse onto one key as d grows" in alt
+    grid = inspect.signature(widgets.softmax_scaling_grid).parameters
+    assert widgets._spread(grid["d_values"].default, grid["max_columns"].default) == [1, 16, 64, 1024]
+    assert float(widgets.attention_weight_samples(1024, False, keys, 1, 0).max()) > 0.99
+
+
+def test_additive_attention_makes_a_tensor_num_hiddens_times_the_scores():
+    """'an intermediate of shape (B, Q, K, N), N times the size of the (B, Q, K) scores of dot-product attention':
+    the largest tensor each reference makes, measured."""
+    from qkv import attention as ref
+
+    assert "an intermediate of shape (B, Q, K, N), $N$ times the size of the (B, Q, K) scores" in prose(
+        "attention-scoring-functions"
+    )
+
+    class Largest(torch.overrides.TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.largest = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, tuple | list) else (out,):
+                if isinstance(t, torch.Tensor):
+                    self.largest = max(self.largest, t.numel())
+            return out
+
+    B, Q, K, d, v, N = 2, 5, 7, 3, 2, 11
+    queries, keys, values = torch.randn(B, Q, d), torch.randn(B, K, d), torch.randn(B, K, v)
+    additive, dot = ref.AdditiveAttention(N, 0.0), ref.DotProductAttention(0.0)
+    additive(queries, keys, values)  # the lazy layers get their sizes
+    sizes = []
+    for layer in (additive, dot):
+        with Largest() as probe:
+            layer(queries, keys, values)
+        sizes.append(probe.largest)
+    assert sizes == [B * Q * K * N, B * Q * K], sizes
+
+
+def test_intro_counts_the_sections_and_the_glance_panels():
+    from qkv.figures import chapter
+
+    text = " ".join((ROOT / "book" / "intro.md").read_text(encoding="utf-8").split())
+    assert "ten panels drawn from the course's own code" in text
+    assert len(chapter.panels()) == 10
+    assert "This edition contains all nine sections and the lab" in text
+    titles = []
+    for name in re.findall(r"file: book/(\S+)", (ROOT / "_toc.yml").read_text(encoding="utf-8")):
+        lines = (ROOT / "book" / f"{name}.md").read_text(encoding="utf-8").splitlines()
+        titles.append(next(line for line in lines if line.startswith("# ")))
+    sections = [t for t in titles if re.match(r"# 11\.\d ", t)]
+    assert len(sections) == 9 and sum("lab" in t.lower() for t in titles) == 1, titles
+
+
+def test_pooling_glance_alt_text_gives_the_weights_the_figure_draws():
+    """'a query at x = 2.3 ... largest (0.40 each) for the two nearest, at 2.0 and 2.6': glance()'s defaults."""
+    import inspect
+
+    from qkv.figures import attention_pooling as figures
+
+    alt = _alt("attention-pooling", "figures.glance()")
+    found = re.search(
+        r"query at x = ([\d.]+);.*largest \(([\d.]+) each\) for the two nearest, at ([\d.]+) and ([\d.]+)", alt
+    )
+    assert found, f"the alt text of 11.2's glance figure no longer gives the query and the largest weights: {alt!r}"
+    query, weight, near = float(found.group(1)), found.group(2), sorted(float(g) for g in found.groups()[2:])
+    defaults = inspect.signature(figures.glance).parameters
+    x_train, x_query, sigma = (defaults[n].default for n in ("x_train", "x_query", "sigma"))
+    assert query == x_query
+    raw = [math.exp(-(((x - x_query) / sigma) ** 2) / 2) for x in x_train]
+    weights = sorted(((r / sum(raw), x) for r, x in zip(raw, x_train)), reverse=True)
+    assert [f"{w:.2f}" for w, _ in weights[:2]] == [weight, weight]
+    assert sorted(x for _, x in weights[:2]) == near
+
+
 # ----------------------------------------------------------------------------- 11.6 self-attention and positions
 
 SELF_ATTENTION = "self-attention-and-positional-encoding"
@@ -415,7 +728,7 @@ def _vit_table_rows(cells: int, heading: str | None = None) -> list[list[str]]:
 
 def _vit_seed_runs(model: str) -> list[dict]:
     """The three-seed run at the top of vit_cpu.md: per seed, the training seconds and the test accuracy."""
-    rows = [r for r in _vit_table_rows(9) if r[0] == model]
+    rows = [r for r in _vit_table_rows(9) if r[0] == model and r[8][:1] in "+-"]  # the last cell: 'vs D2L's 0.86'
     assert len(rows) == 3, f"vit_cpu.md's three-seed table no longer has three {model} rows"
     return [{"seconds": float(r[3]), "acc": float(r[7])} for r in rows]
 
@@ -496,11 +809,10 @@ def test_vit_model_sizes_and_arithmetic_are_as_the_page_says():
 def test_vit_page_keeps_the_machinery_in_its_admonition_and_sources_d2ls_number():
     """Review 2026-12-01, section 5, 'Worst' 1 and item 18: cache keys, the grader and web-book fallbacks live in the
     collapsed 'How this page was built'; D2L's 0.86 says where it is read, and no unsourced time is quoted."""
-    cells = nbs.read(section(VIT).path).cells
-    markdown = [" ".join(c.source.split()) for c in cells if c.cell_type == "markdown"]
-    (box,) = [m for m in markdown if "How this page was built" in m]
-    assert ":class: dropdown" in box
-    outside = " ".join(m for m in markdown if m is not box)
+    text = prose(VIT)
+    start = text.index(":::{admonition} How this page was built :class: dropdown")
+    end = text.index(":::", start + 3) + 3
+    box, outside = text[start:end], text[:start] + text[end:]
     for word in ("key made of", "grader", "web version", "QKV_TRAIN_SMOKE", "busy machine"):
         assert word in box and word not in outside, word
     assert "the rendered page of D2L 1.0.3, section 11.8.5, PyTorch tab" in outside
@@ -568,8 +880,13 @@ def test_what_one_word_costs_in_bleu_is_what_both_pages_say():
     from qkv.bleu import bleu
 
     assert bleu("<x> !", "va !", k=2) == bleu("va <x>", "va !", k=2) == bleu("j'ai <x> .", "j'ai perdu .", k=2) == 0
-    summary = number_word(text, r"one word can move a sentence's BLEU by (\w+ \w+) or more", "the summary's cost")
-    assert min(c for cs in costs.values() for c in cs) >= FRACTIONS[summary]
+    smallest = min(c for cs in costs.values() for c in cs)
+    summary = number_word(text, r"one word can move a sentence's BLEU by (\w+ \w+) or more", "11.4's summary")
+    assert smallest >= FRACTIONS[summary], f"11.4's summary: one word can cost as little as {smallest:.3f}"
+    summary = number_word(
+        prose(TRANSFORMER), r"one word can cost a short sentence (\w+ \w+) of its score or more", "11.7's summary"
+    )
+    assert smallest >= FRACTIONS[summary], f"11.7's summary: one word can cost as little as {smallest:.3f}"
 
 
 def test_d2l_settings_in_the_prose_are_those_qkv_trains():
@@ -627,3 +944,159 @@ def test_vocabulary_sizes_of_the_note_and_d2ls_sorted_vocabulary_has_the_same_to
         assert tokens[0] == "<unk>" and len(set(tokens)) == len(tokens)
         d2l_order = sorted(set(tokens))  # D2L 1.0.3: sorted(set(['<unk>'] + reserved + frequent tokens))
         assert d2l_order.index("<unk>") != 0, "D2L's sorted vocabulary would put <unk> first after all"
+
+
+# ----------------------------------------------------------------------------- 11.9 large-scale pretraining
+
+PRETRAINING = "large-pretraining-transformers"
+
+
+def _words_to_number(text: str, pattern: str, what: str) -> float:
+    """Like number_after, for numbers written with thousands separators ("156,000")."""
+    found = re.search(pattern, text)
+    assert found, f"the prose no longer says {what} (pattern {pattern!r}): update this test with the new sentence"
+    return float(found.group(1).replace(",", ""))
+
+
+def test_pretraining_character_data_are_as_the_prose_describes(data_dir):
+    """11.9: 28 characters (26 letters, the space, <unk>); the first 90% trains in windows of 64 that start every 16,
+    each character in 4 windows; about 156,000 training characters, seen 16 times by the GPT (2.5 million positions)
+    and 8 times by each model of the scaling study (1.25 million)."""
+    from qkv import lm
+
+    data = lm.CharLMData(data_dir=data_dir)
+    text = prose(PRETRAINING)
+    tokens = data.vocab.idx_to_token
+    assert len(tokens) == 28 and sorted(t for t in tokens if len(t) == 1 and t.isalpha()) == list(
+        "abcdefghijklmnopqrstuvwxyz"
+    )
+    assert " " in tokens and "<unk>" in tokens
+    assert "are the book's 28 characters (26 letters, the space and `<unk>`)" in text
+    assert number_after(text, r"the vocabulary's size \(here (\d+) characters\)", "the vocabulary's size") == 28
+    assert number_after(text, r"The first (\d+)% of the text trains", "the training share") == 100 * (
+        1 - data.val_fraction
+    )
+    assert number_after(text, r"in windows of (\d+) characters that start every", "the window") == data.num_steps
+    assert number_after(text, r"that start every (\d+), so that", "the stride") == data.stride
+    per_epoch = data.num_steps // data.stride
+    assert number_after(text, r"so that each character is in (\d+) windows", "windows per character") == per_epoch
+    assert data.X.numel() == pytest.approx(per_epoch * int(len(data.corpus) * (1 - data.val_fraction)), rel=0.001)
+    train_chars = int(len(data.corpus) * (1 - data.val_fraction))
+    said = _words_to_number(text, r"about ([\d,]+)\s+training characters, each seen", "the training characters")
+    assert said == round(train_chars, -3), f"'about {said:,.0f} training characters'; there are {train_chars:,}"
+    seen = number_after(text, r"training characters, each seen (\d+) times", "how often the GPT sees each")
+    assert seen == lm.GPT_EPOCHS * per_epoch
+    millions = number_after(text, r"each seen \d+ times \(([\d.]+) million positions\)", "the GPT's positions")
+    assert millions == round(lm.GPT_EPOCHS * data.X.numel() / 1e6, 1)
+    said = _words_to_number(text, r"all saw the same\s+([\d,]+) training characters", "the scaling study's text")
+    assert said == round(train_chars, -3)
+    seen = number_after(text, r"training characters, (\d+) times each", "how often the scaling study sees each")
+    assert seen == lm.SCALING_EPOCHS * per_epoch
+    millions = number_after(text, r"\d+ times each \(([\d.]+) million positions\)", "the scaling study's positions")
+    assert millions == round(lm.SCALING_EPOCHS * data.X.numel() / 1e6, 2)
+
+
+def test_pretraining_models_are_built_and_trained_as_the_prose_says():
+    """11.9: the GPT has 2 pre-norm blocks of 64 units with 4 heads, learned positions, a tied head, AdamW; the GRU
+    about its parameter count and the same number of steps; the scaling study's five sizes span less than two orders
+    of magnitude."""
+    from qkv import lm, pretraining
+
+    text = prose(PRETRAINING)
+    found = re.search(r"(\d+) pre-norm blocks of (\d+) hidden units with (\d+) heads", text)
+    assert found, "the prose no longer gives the GPT's size"
+    blocks, hiddens, heads = map(int, found.groups())
+    cfg = lm.GPT_CONFIG
+    assert (blocks, hiddens, heads) == (cfg["num_blks"], cfg["num_hiddens"], cfg["num_heads"])
+    assert "learned positions, its output layer tied to the embedding, trained with AdamW" in text
+    gpt = pretraining.DecoderOnlyLM(pretraining.GPTConfig(vocab_size=28, **cfg))
+    assert gpt.head.weight is gpt.token_embedding.weight, "the output layer is tied to the embedding"
+    assert isinstance(gpt.pos_embedding, torch.nn.Embedding), "learned positions"
+    assert isinstance(gpt.configure_optimizers(), torch.optim.AdamW)
+    target = lm.count_parameters(gpt)
+    width = lm.gru_hiddens_for(target, 28)
+    gru = lm.GRULM(lm.GRUConfig(vocab_size=28, num_hiddens=width))
+    assert abs(lm.count_parameters(gru) - target) / target < 0.01, "the GRU has about the GPT's parameters"
+    assert lm.GRU_EPOCHS == lm.GPT_EPOCHS, "trained for the same number of steps (same data and batches)"
+    sizes = [
+        lm.count_parameters(
+            pretraining.DecoderOnlyLM(pretraining.GPTConfig(vocab_size=28, **lm.scaling_config(N, L))),
+            non_embedding=True,
+        )
+        for N, L in lm.SCALING_SIZES
+    ]
+    assert math.log10(max(sizes) / min(sizes)) < 2, "our five models span less than two orders of magnitude"
+    (N0, L0), (N1, L1) = lm.SCALING_SIZES[0], lm.SCALING_SIZES[-1]
+    assert f"five GPTs, from {N0} hidden units and {L0} block to {N1} units and {L1} blocks" in text
+    assert len(lm.SCALING_SIZES) == 5
+
+
+def test_pretraining_cpu_times_are_those_of_the_lm_benchmark():
+    """11.9: the GPT trains 'in under two minutes of CPU time', and the GRU's training 'costs about the same CPU
+    time' (within a quarter), in benchmarks/results/lm_cpu.md."""
+    table = (ROOT / "benchmarks" / "results" / "lm_cpu.md").read_text(encoding="utf-8")
+    cpu = {}
+    for name in ("GRU", "GPT"):
+        row = next(line for line in table.splitlines() if line.startswith(f"| {name}, "))
+        cpu[name] = float(row.strip("|").split("|")[4])
+    text = prose(PRETRAINING)
+    assert "in under two minutes of CPU time" in text and cpu["GPT"] < 120, cpu
+    assert "which here costs about the same CPU time" in text
+    assert abs(cpu["GRU"] - cpu["GPT"]) / cpu["GPT"] < 0.25, cpu
+
+
+def test_pretraining_numbers_from_the_literature_agree_with_the_table_of_scales():
+    """11.9's scaling paragraphs and the table of model scales: Kaplan et al.'s 768 to 1.5 billion parameters are six
+    orders of magnitude; Chinchilla's 70 billion and 1.4 trillion are the table's, 20 tokens per parameter, Gopher
+    four times larger; GPT-3 under 2 per parameter; the encoders hundreds and thousands; our GPT tens, near 20, at a
+    size six orders of magnitude smaller; BERT at most 131 billion tokens."""
+    from qkv import lm, pretraining
+    from qkv.figures import large_pretraining_transformers as figures
+
+    text = prose(PRETRAINING)
+    rows = {r["name"]: r for r in figures.model_scale_rows()}
+    assert "of 768 to 1.5 billion non-embedding parameters, about six orders of magnitude" in text
+    assert round(math.log10(1.5e9 / 768)) == 6
+    assert number_after(text, r"\\alpha_M \\approx ([\d.]+)\$", "Kaplan's exponent") == 0.076
+    code = "\n".join(c.source for c in nbs.read(section(PRETRAINING).path).cells if c.cell_type == "code")
+    assert "Kaplan et al.: alpha = 0.076" in code, "the scaling cell prints the same exponent as the prose"
+    chinchilla = rows["Chinchilla"]
+    assert "Chinchilla (70 billion parameters, 1.4 trillion tokens)" in text
+    assert (chinchilla["params"], chinchilla["tokens"]) == (70e9, 1.4e12)
+    assert number_after(text, r"about (\d+) tokens per parameter \(their table 3\)", "Chinchilla's ratio") == round(
+        chinchilla["tokens_per_param"]
+    )
+    gopher = number_after(text, r"four times\s+larger at (\d+) billion parameters", "Gopher's size") * 1e9
+    assert gopher / chinchilla["params"] == 4
+    assert "GPT-3 (300 billion tokens for 175 billion parameters, under 2 per parameter)" in text
+    assert rows["GPT-3"]["tokens_per_param"] < 2 and (rows["GPT-3"]["params"], rows["GPT-3"]["tokens"]) == (
+        175e9,
+        300e9,
+    )
+    assert "encoder-only models of 2019 saw hundreds or thousands of tokens per parameter" in text
+    assert 100 <= rows["BERT-large"]["tokens_per_param"] < 1000 <= rows["RoBERTa-large"]["tokens_per_param"] < 10_000
+    bert = number_after(text, r"at most (\d+) billion tokens \(D2L's section", "BERT's bound") * 1e9
+    assert bert == round(1e6 * 256 * 512, -9) and rows["BERT-large"]["tokens"] == bert
+    ours = lm.count_parameters(pretraining.DecoderOnlyLM(pretraining.GPTConfig(vocab_size=28, **lm.GPT_CONFIG)))
+    ratio = lm.GPT_EPOCHS * lm.CharLMData().X.numel() / ours
+    assert "GPT, with tens of tokens per parameter, is not far from Chinchilla's ratio" in text
+    assert 10 <= ratio < 100 and abs(math.log10(ratio / chinchilla["tokens_per_param"])) < 0.3, ratio
+    assert "at a size six orders of magnitude smaller" in text
+    assert round(math.log10(chinchilla["params"] / ours)) == 6
+
+
+def test_pretraining_t5_example_is_six_target_tokens_for_eleven():
+    """11.9: the paper's example, 'here 6 tokens for 11', and the input's length T - n + m."""
+    from qkv.corruption import sentinel_tokens
+
+    words = "Thank you for inviting me to your party last week .".split()
+    noise = [w in ("for", "inviting", "last") for w in words]
+    spans = sum(1 for t, z in enumerate(noise) if z and (t == 0 or not noise[t - 1]))
+    target = sum(noise) + spans + 1
+    text = prose(PRETRAINING)
+    said = re.search(r"here (\d+) tokens for (\d+)\)", text)
+    assert said and (int(said.group(1)), int(said.group(2))) == (target, len(words))
+    sentinels = sentinel_tokens(3)
+    page = "\n".join(c.source for c in nbs.read(section(PRETRAINING).path).cells)
+    shown = re.search(r"target: (<extra_id_0>.+?)\n", page)
+    assert shown and shown.group(1).split() == [sentinels[0], "for", "inviting", sentinels[1], "last", sentinels[2]]
