@@ -30,8 +30,8 @@ In the prose
 ------------
 The sections' equations use the same letters, italic for a size, bold lower case for a vector (``q``, ``k``, ``v``:
 one query, key, value) and bold upper case for a matrix (``Q``, ``K``, ``V``: all of them), so that the size K and
-the matrix of keys are told apart by the type. A few letters have one more meaning on a page of their own, and
-keep that one meaning all through the page:
+the matrix of keys are told apart by the type. Some pages need more letters, or give a letter a meaning of its
+own there; each letter keeps one meaning all through its page:
 
 ====  =====================================================================================
 D2L   letters of that page's prose beyond the table above
@@ -40,9 +40,11 @@ D2L   letters of that page's prose beyond the table above
       b, i, t, f the indices of an example, a head, a position and a feature
 11.6  n the length of a sequence (D2L's letter in the complexity table; T in the code);
       k the kernel size of a convolution; bold P the sinusoidal table, rows p_i;
-      i a position, j a pair of columns, delta an offset, omega_j and theta_j frequencies
+      i and t a position, j a pair of columns, delta an offset, omega_j and theta_j
+      frequencies
 11.8  h, w the image's height and width and p_h, p_w the patch's (D2L's letters; the
-      per-head size does not appear on that page); bold Z the tokens, Z^(L) after L blocks
+      per-head size does not appear on that page); t a patch's place in the sequence;
+      bold Z the tokens, Z^(L) after L blocks
 ====  =====================================================================================
 
 Sections and modules
