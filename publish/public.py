@@ -49,6 +49,8 @@ ALLOW: dict[str, str] = {
     "_toc.yml": "the book's table of contents",
     "references.bib": "the book's bibliography",
     "pyproject.toml": "the package qkv and its dev extra (pip install -e '.[dev]')",
+    "LICENSE": "the MIT licence of the code",
+    "LICENSE-text.md": "the CC BY-SA 4.0 licence of the text and figures, with the credit to D2L",
     "constraints.txt": "the pinned environment",
     "environment.yml": "the same environment for conda and Binder",
     ".ci/system-deps.sh": "the Debian packages that the Makefile's bootstrap checks",

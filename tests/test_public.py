@@ -7,7 +7,6 @@ it with pip, and its ``make book`` stages and builds the same student edition as
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -17,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from course import notebooks as nbs
 from course.section import sections
@@ -32,6 +32,8 @@ TOP_LEVEL = {
     ".ci",
     ".gitignore",
     public.MARKER,
+    "LICENSE",
+    "LICENSE-text.md",
     "Makefile",
     "README.md",
     "_config.yml",
@@ -389,8 +391,7 @@ def test_make_book_in_the_tree_builds_the_same_student_edition(tree_copy):
     except SystemExit as err:
         pytest.fail(f"this repository's student edition did not build: {err}", pytrace=False)
     ours = html.parent.parent  # _build/student (_build/smoke/student in the test suite's smoke runs)
-    with open(ours / ".build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # no other worker rebuilds it while it is copied
+    with browser.book_lock("student"):  # no other worker rebuilds it while it is copied
         shutil.copytree(ours, tree_copy / ours.relative_to(ROOT), symlinks=True)
     _vendor(tree_copy)
     venv = Path(sys.executable).parent.parent
@@ -461,3 +462,34 @@ def test_allowlisted_files_that_differ_from_the_last_commit_are_reported(tmp_pat
     (repo / "book" / "page.md").write_text("edited")
     (repo / "solutions" / "answers.py").write_text("edited")
     assert public.uncommitted(repo) == ["book/page.md"]
+
+
+# --- the licences ------------------------------------------------------------------------------------------------
+
+
+def test_the_licences_say_what_applies_to_what_and_credit_d2l(tree):
+    """MIT for the code (as pyproject.toml says), CC BY-SA 4.0 for the text and figures, D2L credited: in the
+    licence files, both READMEs and the book's footer on every page (_config.yml, html.extra_footer)."""
+    out, files = tree
+    assert {"LICENSE", "LICENSE-text.md"} <= set(files)
+    code = (out / "LICENSE").read_text()
+    assert code.startswith("MIT License") and "Permission is hereby granted, free of charge" in code
+    assert 'license = "MIT"' in (out / "pyproject.toml").read_text()
+    assert "LICENSE-text.md" in code and "CC BY-SA 4.0" in code, "the MIT file says where the text's licence is"
+    text = " ".join((out / "LICENSE-text.md").read_text().split())
+    for needed in (
+        "Attribution-ShareAlike 4.0 International",
+        "https://creativecommons.org/licenses/by-sa/4.0/legalcode",
+        "Aston Zhang, Zachary C. Lipton, Mu Li and Alexander J. Smola",
+        "https://d2l.ai",
+        "Section 1 -- Definitions.",
+        "Section 8 -- Interpretation.",
+        "Creative Commons may be contacted at creativecommons.org.",
+    ):
+        assert needed in text, f"LICENSE-text.md lacks {needed!r}"
+    for readme in (out / "README.md", ROOT / "README.md"):
+        words = " ".join(readme.read_text().split())
+        assert "`LICENSE`" in words and "`LICENSE-text.md`" in words and "CC BY-SA 4.0" in words, readme
+        assert "MIT" in words and "d2l.ai" in words, readme
+    footer = yaml.safe_load((out / "_config.yml").read_text())["html"]["extra_footer"]
+    assert "CC BY-SA 4.0" in footer and "MIT" in footer and "https://d2l.ai" in footer and "Smola" in footer
