@@ -8,7 +8,8 @@ as their stubs ask, never on the student's Exercises 1 and 2.
 ``AddNorm`` and ``TransformerEncoderBlock`` are ``qkv``'s own (the assembler writes ``ref.AddNorm`` for the names
 their bodies take from ``qkv.transformer``). The others are written out: ``PositionWiseFFN``'s stub asks for lazy
 layers only, as D2L's does, where ``qkv``'s also takes the input size; ``TransformerDecoderBlock`` keeps D2L's state
-(the block's inputs so far), where ``qkv``'s caches projected keys and values; ``cached_self_attention`` and
+(the block's inputs so far), where ``qkv``'s caches projected keys and values, and like ``qkv``'s (unlike D2L's) it
+returns a new state instead of writing into the one it is given; ``cached_self_attention`` and
 ``decoder_forward`` are the two halves of ``qkv``'s cached decoder, written as functions of a ``qkv`` module.
 """
 
@@ -58,7 +59,8 @@ class TransformerDecoderBlock(nn.Module):
         enc_outputs, enc_valid_lens = state[0], state[1]
         past = state[2][self.i]  # (B, T_past, N): this block's inputs so far, or None
         key_values = X if past is None else torch.cat((past, X), dim=1)  # (B, T_past + T, N)
-        state[2][self.i] = key_values
+        caches = list(state[2])  # a new list: the state given stays as it was
+        caches[self.i] = key_values
         B, T = X.shape[0], X.shape[1]
         T_past = key_values.shape[1] - T
         # Causal, in training and in evaluation: the query at position T_past + t sees keys 0 .. T_past + t.
@@ -66,7 +68,7 @@ class TransformerDecoderBlock(nn.Module):
         Y = self.addnorm1(X, self.attention1(X, key_values, key_values, dec_valid_lens))  # (B, T, N)
         Y2 = self.attention2(Y, enc_outputs, enc_outputs, enc_valid_lens)  # (B, T, N)
         Z = self.addnorm2(Y, Y2)  # (B, T, N)
-        return self.addnorm3(Z, self.ffn(Z)), state
+        return self.addnorm3(Z, self.ffn(Z)), [enc_outputs, enc_valid_lens, caches]
 
 
 def cached_self_attention(mha, X, cache):

@@ -28,7 +28,9 @@ def test_glance_shows_both_stacks_with_their_sublayers_in_order():
     assert texts.count("add & norm") == 5, "two add & norm in the encoder block, three in the decoder block"
     assert texts.count("position-wise FFN") == 2
     assert any("masked" in t for t in texts) and any("encoder-decoder" in t for t in texts)
-    assert sum("sqrt{d}" in t for t in texts) == 2, "both stacks scale their embeddings"
+    assert sum("sqrt{N}" in t for t in texts) == 2, (
+        "both stacks scale their embeddings by sqrt(N), as the page writes it"
+    )
     heights = {t: ax.texts[texts.index(t)].get_position()[1] for t in texts}
     assert heights["masked multi-head\nself-attention"] < heights["encoder-decoder\nattention"], "bottom up"
 
@@ -123,6 +125,17 @@ def test_translation_attention_has_d2l_layout_and_masks():
     torch.testing.assert_close(dec_self.sum(-1), torch.ones(2, 4, n))
     torch.testing.assert_close(dec_cross.sum(-1), torch.ones(2, 4, n))
     assert (dec_cross[..., length:] == 0).all()
+
+
+def test_norm_placement_layers_are_initialised_independently_and_alike_in_both_stacks():
+    post = figures.norm_placement_layers(num_layers=3, num_hiddens=16, norm_first=False)
+    pre = figures.norm_placement_layers(num_layers=3, num_hiddens=16, norm_first=True)
+    assert [layer.norm_first for layer in post] == [False] * 3 and [layer.norm_first for layer in pre] == [True] * 3
+    for a, b in zip(post, pre):
+        for (name, p), q in zip(a.named_parameters(), b.parameters()):
+            assert torch.equal(p, q), f"post-norm and pre-norm layers differ in {name}"
+    w = [layer.self_attn.in_proj_weight for layer in post]
+    assert not torch.equal(w[0], w[1]) and not torch.equal(w[1], w[2]), "layers must not be copies of one layer"
 
 
 def test_norm_placement_gradients_are_per_layer_and_post_norm_larger():

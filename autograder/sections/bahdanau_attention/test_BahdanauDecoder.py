@@ -3,6 +3,22 @@
 # additive attention, masked softmax): the weights of every step, the logits and the final state. Masking is also
 # checked by perturbing the padded source positions (nothing may change); in evaluation mode dropout does nothing;
 # the class is the student's own. (Runs in the notebook, after its visible test.)
+# Contract: the page's sentences each check relies on.
+#   "Your own loop (not ref.Seq2SeqAttentionDecoder's)" -> the class and its forward are the student's own
+#   "in any dtype the layers have (float64 too)." -> float64
+#   "The layers are given:" -> the parameters are the given layers'
+#   "query = the top layer's hidden_state, (B, 1, N)" -> weights of step 1, valid positions
+#   "context = self.attention(query, enc_outputs, enc_outputs, enc_valid_lens)" -> masking: step 1, perturbed
+#   "Stores in self._attention_weights a list of every step's" -> one entry per step
+#   "self.attention.attention_weights, each (B, 1, T_src)." -> weights of each step
+#   "started empty at each call" -> one entry per step of this call
+#   "For each step t' in order" -> weights of every step
+#   "one GRU step gives the new hidden_state" -> weights of every step, logits
+#   "GRU input = [context, embedding of X[:, t']] concatenated on the last axis" -> logits
+#   "(context first)" -> logits
+#   "Returns the logits self.dense(outputs), (B, T, V)" -> logits
+#   "and the new state [enc_outputs, hidden_state after the last step, enc_valid_lens]" -> the returned state
+#   "hidden_state after the last step" -> one token at a time equals the whole sequence
 import torch as _torch
 
 import qkv.bahdanau as _qb

@@ -5,6 +5,15 @@
 # made without device= reaches the decoder on 'meta' (on a GPU: an error), which a hook reports before any 'meta'
 # arithmetic runs (that would cost seconds); a right answer makes nothing on 'meta'.
 # (Runs in the notebook, after its visible test.)
+# Contract: the page's sentences each check relies on.
+#   "Decodes num_steps tokens greedily from <bos>" -> tokens for another <bos> and number of steps
+#   "each step's argmax fed back as the next input" -> tokens
+#   "in evaluation mode and without gradients" -> weights of step 1 (dropout off); no autograd graph
+#   "the model's training mode is restored afterwards" -> training mode back; evaluation mode kept
+#   "tokens (B, num_steps), int64" -> shape and dtype of the tokens
+#   "weights (B, num_steps, T_src), row s the attention weights of step s" -> the weights
+#   "Start with a (B, 1) tensor of `bos`, made on the source's device." -> <bos> made on src's device
+#   "Both on src's device." -> the tokens fed to the decoder are on the source's device
 import torch as _torch
 
 import qkv.bahdanau as _qb

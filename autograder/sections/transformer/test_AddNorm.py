@@ -3,6 +3,11 @@
 # the reference's), a clear ValueError for mismatched shapes; no call to the reference. (No 'meta' device test: a
 # LayerNorm on 'meta' imports torch._dynamo, seconds per grading kernel, and the answer makes no tensor of its own.)
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+# Contract: the page's sentences each check relies on.
+#   "self.dropout = nn.Dropout(dropout), self.ln = nn.LayerNorm(norm_shape)." -> our scale, shift; norm_shape of 2 axes
+#   "shape -> self.ln(self.dropout(Y) + X), (..., N), in X's dtype." -> float64 near 1000; dropout on Y only, once
+#   "Raise a ValueError if the shapes differ." -> the ValueError
+#   "Write `AddNorm` with PyTorch's `nn.LayerNorm` and `nn.Dropout`." -> no call to the reference
 _g = _T.Generator().manual_seed(1172)
 
 

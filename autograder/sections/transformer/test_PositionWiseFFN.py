@@ -1,6 +1,12 @@
 # Hidden: float64, four axes (the FFN acts on the last one only), other sizes, weights of our own against the closed
 # form W2 relu(W1 x + b1) + b2; negative pre-activations in both layers; no call to the reference.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+# Contract: the page's sentences each check relies on.
+#   "forward(X): X (..., T, d) -> dense2(relu(dense1(X))), (..., T, ffn_num_outputs)," -> four axes; closed form
+#   "self.dense1 = nn.LazyLinear(ffn_num_hiddens), self.relu = nn.ReLU()," -> our weights loaded by name
+#   "self.dense2 = nn.LazyLinear(ffn_num_outputs), all with biases." -> our weights and biases loaded by name
+#   "in X's dtype and on X's device." -> float64
+#   "Write `PositionWiseFFN` with two `nn.LazyLinear` layers" -> no call to the reference
 _g = _T.Generator().manual_seed(1171)
 with checks.forbid_reference(PositionWiseFFN, (_qt, "PositionWiseFFN")):
     _ffn = PositionWiseFFN(7, 3).double()

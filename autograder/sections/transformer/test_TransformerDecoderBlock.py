@@ -1,8 +1,18 @@
 # Hidden: float64 against PyTorch's nn.TransformerDecoderLayer (post-norm, ReLU, dropout 0, batch_first, a causal
 # tgt_mask and the source's key padding mask) with our weights copied into both: the whole target at once in
-# evaluation mode, then chunks of 2, 3 and 1 tokens with the state; the block's own cache entry only; no call to the
-# reference. (Runs in the notebook, after its visible test.) No 'meta' device test: its LayerNorms would import
-# torch._dynamo, seconds per grading kernel; qkv's attention moves the causal lengths to the scores' device anyway.
+# evaluation mode, then chunks of 2, 3 and 1 tokens with the state; the block's own cache entry only; the state given
+# left unchanged (a new state returned); no call to the reference. (Runs in the notebook, after its visible test.)
+# No 'meta' device test: its LayerNorms would import torch._dynamo, seconds per grading kernel; qkv's attention moves
+# the causal lengths to the scores' device anyway.
+# Contract: the page's sentences each check relies on.
+#   "self.attention1 (masked self-attention) and self.attention2 (encoder-decoder attention)" -> weights by name
+#   "Self-attention is causal in every mode." -> whole target in eval mode vs nn.TransformerDecoderLayer
+#   "its keys and values are `enc_outputs`, masked with `enc_valid_lens`" -> the source's padding mask
+#   "whose entry self.i holds the inputs so far, (B, T_past + T, N)," -> state[2][2], its shape after each chunk
+#   "the other entries as given." -> the other blocks' cache entries left None
+#   "Does not modify the state given." -> the state given unchanged after each chunk
+#   "X (B, T, N), the inputs at positions T_past .. T_past + T - 1" -> chunks of 2, 3 and 1 tokens
+#   "The output is in X's dtype." -> float64
 _g = _T.Generator().manual_seed(1176)
 _N, _H, _F, _Tt, _Ts = 16, 4, 24, 6, 5
 _X = _draw(_g, 3, _Tt, _N, scale=1.0)  # (B, T, N)
@@ -46,7 +56,17 @@ with checks.forbid_reference(TransformerDecoderBlock, (_qt, "TransformerDecoderB
     )
     _state, _outs = [_E, _elens, [None, None, None]], []
     for _a, _b in ((0, 2), (2, 5), (5, 6)):
-        _o, _state = _blk(_X[:, _a:_b], _state)
+        _outer, _inner = list(_state), list(_state[2])
+        _o, _new = _blk(_X[:, _a:_b], _state)
+        checks.check_true(
+            len(_state) == 3
+            and all(_x is _y for _x, _y in zip(_state, _outer))
+            and len(_state[2]) == 3
+            and all(_x is _y for _x, _y in zip(_state[2], _inner)),
+            f"the state given with tokens {_a}..{_b - 1} is left unchanged (hidden)",
+            hint="return a new state: caches = list(state[2]); caches[self.i] = ...",
+        )
+        _state = _new
         _outs.append(_o)
         checks.check_shape(
             _state[2][2],

@@ -2,6 +2,15 @@
 # weights copied into both, with and without attention biases, with padding and without; in training mode the
 # dropout calls of the reference block (the same random masks in the same order); no call to the reference.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+# Contract: the page's sentences each check relies on.
+#   "self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias," -> with and without biases
+#   "self.addnorm1 = ref.AddNorm(num_hiddens, dropout);" -> our weights loaded by name
+#   "self.ffn = ref.PositionWiseFFN(ffn_num_hiddens, num_hiddens, in_features=num_hiddens);" -> our weights, by name
+#   "self.addnorm2 = ref.AddNorm(num_hiddens, dropout)." -> our weights loaded by name
+#   "(B, T, N), in X's dtype: self-attention, add & norm, FFN, add & norm" -> float64 vs nn.TransformerEncoderLayer
+#   "(post-norm)." -> vs post-norm nn.TransformerEncoderLayer; training mode: the reference's dropout masks
+#   "pass `valid_lens` on, so that no position attends to padding" -> lengths [7, 2, 5]
+#   "from the course's components: `MultiHeadAttention`" -> no call to the reference block
 _g = _T.Generator().manual_seed(1174)
 _N, _H, _F = 16, 4, 24
 _X = _draw(_g, 3, 7, _N, scale=1.0)  # (B, T, N)

@@ -2,6 +2,12 @@
 # computed here with our weights; the cached keys and values in the heads' layout (B * H, T, h); the cache given is
 # not modified; no call to the reference. (Runs in the notebook, after its visible test.) No 'meta' device test: a
 # masked_fill on 'meta' imports torch._dynamo, seconds per grading kernel; qkv's attention moves lengths anyway.
+# Contract: the page's sentences each check relies on.
+#   "token t of X attends to keys 0 .. T_past + t." -> chunks of 3, 1, 2 and 1 tokens vs the closed form
+#   "(keys, values)) with keys and values (B * H, T_past + T, h):" -> shape of the cached keys
+#   "the cache followed by X's own." -> cached keys and values, in order
+#   "Does not modify the cache given." -> the cached keys passed in, after the call
+#   "Written with mha's own layers (not with ref.attend_projected), in X's dtype." -> no reference; float64
 _g = _T.Generator().manual_seed(1177)
 _N, _H, _B, _Tt = 16, 4, 3, 7
 _h = _N // _H

@@ -2,6 +2,12 @@
 # sqrt(N) plus the sinusoids of the positions (closed form), two nn.TransformerDecoderLayer with the decoder's
 # weights, the output layer; the state counts every token; the decoder's own forward is not called.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+# Contract: the page's sentences each check relies on.
+#   "Token t of X gets the positional encoding of position T_past + t." -> chunks of 1, 2, 1 and 3 tokens
+#   "multiply by `math.sqrt(decoder.num_hiddens)`" -> the logits of token 0
+#   "Returns (logits (B, T, V), the new state)." -> shapes; every block's cache holds every token
+#   "Call the parts, not `decoder(X, state)` itself." -> the decoder's own forward is not called
+#   "In the decoder's dtype." -> float64
 _g = _T.Generator().manual_seed(1178)
 _V, _N, _F, _H, _Tt, _Ts = 13, 16, 24, 4, 7, 5
 _T.manual_seed(1179)
