@@ -281,15 +281,15 @@ MULTIHEAD = "multihead-attention"
 
 
 def test_grouped_query_attention_cuts_the_parameters_as_the_page_says():
-    """The summary's 'cuts the attention parameters by less ... (to 0.56 of multi-head attention's at Llama 2 70B's
-    size, with G = 8)' and question 2's '(to 0.56 ... in the table above)' are the cost table's ratio; the rubric's
+    """The summary's 'divides ... the attention parameters by much less (to 0.56 of multi-head attention's at Llama 2
+    70B's size, with G = 8)' and question 2's '(to 0.56 ... in the table above)' are the cost table's ratio; the rubric's
     'never below half' holds for every G (W_q and W_o keep their size). Error 11 of the 2026-12-01 review."""
     from qkv import multihead as ref
 
     text = prose(MULTIHEAD)
     said = number_after(
         text,
-        r"shrink \(to ([\d.]+) of multi-head attention's at Llama 2 70B's size, with \$G = 8\$\)",
+        r"parameters by much less \(to ([\d.]+) of multi-head attention's at Llama 2 70B's size, with \$G = 8\$\)",
         "the summary's parameter ratio",
     )
     asked = number_after(
