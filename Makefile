@@ -10,11 +10,13 @@ export QKV_DATA_DIR ?= $(abspath ../shared/data)
 EDITION ?= student
 JOBS ?= 2
 
-.PHONY: book test lint format release notebooks grade bench clean constraints help public lab
+.PHONY: book test test-fast test-notebooks test-grading test-book lint format release notebooks grade bench clean constraints help public lab
 
 help:
 	@echo "make book [EDITION=student|solutions]   build the book under _build/<edition>/html"
-	@echo "make test                               lint, then the whole test suite"
+	@echo "make test                               lint, then the whole test suite (every tier)"
+	@echo "make test-fast                          the edit loop: lint and the unit tier (qkv, structure, layout, tooling)"
+	@echo "make test-notebooks | test-grading | test-book   one tier of the suite (CONTRIBUTING.md says when)"
 	@echo "make release                            the nbgrader course and its student release"
 	@echo "make notebooks                          the sections as .ipynb for Colab (_build/notebooks)"
 	@echo "make lab                                JupyterLab as students get it (student/jupyter: no instructor tools)"
@@ -40,8 +42,24 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# The suite's tiers are set by file in tests/conftest.py (TIERS); loadgroup keeps each section's in-process grading
+# cases in one worker, so that its notebook runs once (tests/support/inprocess.py).
+PYTEST := $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup
+
 test: lint
-	$(BIN)/python -m pytest -n $(JOBS)
+	$(PYTEST)
+
+test-fast: lint
+	$(PYTEST) -m unit
+
+test-notebooks: $(STAMP)
+	$(PYTEST) -m notebooks
+
+test-grading: $(STAMP)
+	$(PYTEST) -m grading
+
+test-book: $(STAMP)
+	$(PYTEST) -m book
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done

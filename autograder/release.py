@@ -89,8 +89,21 @@ def main(argv=None):
     parser.add_argument(
         "--no-warm", action="store_true", help="do not train or load the models the sections show (qkv.trained.WARM)"
     )
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="SLUG",
+        help="release only this section (repeat for several); default: every section of _toc.yml",
+    )
     args = parser.parse_args(argv)
-    for path in release(args.course):
+    chosen = None
+    if args.only:
+        known = {s.slug: s for s in all_sections()}
+        unknown = [slug for slug in args.only if slug not in known]
+        if unknown:
+            parser.error(f"unknown section(s) {', '.join(unknown)}; the book has {', '.join(known)}")
+        chosen = [known[slug] for slug in args.only]
+    for path in release(args.course, chosen):
         print(f"[release] {path.relative_to(ROOT)}")
     if not args.no_warm:
         warm_trained()

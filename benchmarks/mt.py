@@ -42,7 +42,7 @@ from qkv.translate import evaluate_bleu  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "_build" / "benchmarks" / "mt.md"
 
-# D2L's four test sentences and references (D2L 10.7.6, 11.4.3, 11.7.5).
+# D2L's four test sentences and references (D2L 10.7.8, 11.4.3, 11.7.6).
 PAIRS = [
     ("go .", "va !"),
     ("i lost .", "j'ai perdu ."),

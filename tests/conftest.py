@@ -33,7 +33,6 @@ TIERS = {
         "test_grading_answers",
         "test_notebooks_nbval",
         "test_attention_cost_lab",
-        "test_new_section",
     ),
     "grading": (
         "test_sandbox",
@@ -49,6 +48,7 @@ TIERS = {
         "test_book_browser",
         "test_chapter_glance_browser",
         "test_jupyterlab_student",
+        "test_new_section",  # its copy's book starts from this checkout's smoke book
     ),
 }
 #: Single tests of a unit file that belong to another tier (they build the book).
@@ -65,13 +65,17 @@ def tier(item) -> str:
     return _TIER_OF_FILE.get(Path(str(item.fspath)).stem, "unit")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     """Mark each test with its tier; keep each section's in-process grading cases together, in one worker
     (``--dist loadgroup``), so that its notebook's process is started once (``tests/support/inprocess.py``)."""
     for item in items:
         item.add_marker(getattr(pytest.mark, tier(item)))
+    # The book tier last (a stable sort: each tier keeps its order), so that the smoke book, which its tests share,
+    # is built in the background meanwhile instead of keeping a worker waiting.
+    items.sort(key=lambda it: tier(it) == "book")
     grading = [i for i, item in enumerate(items) if Path(str(item.fspath)).stem == "test_grading_answers"]
-    if not grading:
+    if not grading or not config.pluginmanager.hasplugin("xdist"):
         return
     order = {}
     for i in grading:
@@ -81,6 +85,42 @@ def pytest_collection_modifyitems(config, items):
     ordered = sorted((items[i] for i in grading), key=lambda it: order[_slug_of(it)])
     for i, item in zip(grading, ordered):
         items[i] = item
+
+
+_BACKGROUND: list = []
+
+
+def pytest_collection_finish(session):
+    """Once the selection is final (after -k and -m): start the smoke book if a selected test reads it."""
+    if session.config.option.collectonly:
+        return
+    if any(tier(it) == "book" for it in session.items):
+        _build_the_book_in_the_background(session.config)
+
+
+def _build_the_book_in_the_background(config) -> None:
+    """Start building the student smoke book (``tests.support.browser.built_book``) in a process of its own, once
+    per session (the first worker, or the session itself without xdist). The tests that read it wait on its lock;
+    if it failed, they build it again and report why. Its log: ``_build/tests/book-build.log``."""
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    if worker not in (None, "gw0") or os.environ.get("QKV_NO_BACKGROUND_BOOK"):
+        return
+    import subprocess
+    import sys
+
+    log = REPO / "_build" / "tests" / "book-build.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    code = "from tests.support import browser; browser.built_book('student')"
+    with open(log, "w") as out:
+        _BACKGROUND.append(
+            subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        )
+
+
+def pytest_unconfigure(config):
+    """Wait for the background book build (a session that ends before its book tests ran leaves it half done)."""
+    for proc in _BACKGROUND:
+        proc.wait()
 
 
 def _slug_of(item) -> str:
@@ -138,3 +178,36 @@ def book_build(monkeypatch):
     from qkv import widgets
 
     monkeypatch.setenv(widgets.BOOK_BUILD_ENV, "1")
+
+
+# ----------------------------------------------------------------------------- seconds per test file
+
+_SECONDS_PER_FILE: dict[str, float] = {}
+_TESTS_PER_FILE: dict[str, int] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Add each phase's time (setup, call, teardown) to its file's total; with pytest-xdist the controller sees
+    every worker's reports here."""
+    path = report.nodeid.split("::", 1)[0]
+    _SECONDS_PER_FILE[path] = _SECONDS_PER_FILE.get(path, 0.0) + report.duration
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        _TESTS_PER_FILE[path] = _TESTS_PER_FILE.get(path, 0) + 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    """End the log with a table of seconds per test file (setup, call and teardown of all its tests, summed over
+    the workers), slowest first, with each file's tier, so that a slow file shows where it is."""
+    if not _SECONDS_PER_FILE or getattr(terminalreporter.config, "workerinput", None) is not None:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("seconds per test file (summed over workers)")
+    total = sum(_SECONDS_PER_FILE.values())
+    write(f"{'seconds':>8} {'share':>6} {'tests':>6}  {'tier':<9} file")
+    for path, seconds in sorted(_SECONDS_PER_FILE.items(), key=lambda kv: -kv[1]):
+        stem = Path(path).stem
+        named = next((t for s, t in TIER_OF_TEST.items() if s.startswith(Path(path).name)), None)
+        file_tier = _TIER_OF_FILE.get(stem, "unit") + ("+" + named if named else "")
+        share = seconds / total if total else 0.0
+        write(f"{seconds:8.1f} {share:6.1%} {_TESTS_PER_FILE.get(path, 0):6d}  {file_tier:<9} {path}")
+    write(f"{total:8.1f} {'':6} {sum(_TESTS_PER_FILE.values()):6d}  {'':9} all files")

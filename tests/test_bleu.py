@@ -1,4 +1,4 @@
-"""Tests of qkv.bleu (D2L 10.7.6): hand-computed scores, edge cases and properties."""
+"""Tests of qkv.bleu (D2L 10.7.8): hand-computed scores, edge cases and properties."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests of qkv.data.timemachine (D2L 9.2, 9.3) and of qkv.data.vocab (D2L 9.2.2), which it introduces."""
+"""Tests of qkv.data.timemachine (D2L 9.2, 9.3) and of qkv.data.vocab (D2L 9.2.3), which it introduces."""
 
 from __future__ import annotations
 

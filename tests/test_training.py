@@ -1,4 +1,4 @@
-"""Tests for qkv.training: the Trainer (D2L 3.4) and gradient clipping (D2L 9.5.3)."""
+"""Tests for qkv.training: the Trainer (D2L 3.2.4) and gradient clipping (D2L 9.5.3)."""
 
 import copy
 import math

@@ -188,24 +188,33 @@ class Zygote:
         self.snapshots: dict[str, Connection] = {}
         self.failure: str | None = None
 
-    def _advance_to(self, stop: int) -> None:
-        """Execute cells (with the solutions) until cell ``stop`` is next, forking a snapshot before each stub."""
+    def _snapshot_if_stub(self) -> None:
+        """If the next cell is a stub, fork the snapshot that waits just before it (once per stub)."""
         nb = self.nb
-        while nb.next < stop and self.failure is None:
-            cell = nb.cells[nb.next]
-            if cell.cell_type == "code" and nb.nbs.role(cell) == "stub":
-                grade = nb.nbs.grade_id(cell)
-                if grade not in self.snapshots:
-                    ours, theirs = Pipe()
-                    if os.fork() == 0:
-                        ours.close()
-                        for other in self.snapshots.values():
-                            other.close()
-                        for fd in self.worker_fds:  # only the zygote talks to the worker
-                            os.close(fd)
-                        _snapshot_loop(theirs, nb)
-                    theirs.close()
-                    self.snapshots[grade] = ours
+        if nb.next >= len(nb.cells):
+            return
+        cell = nb.cells[nb.next]
+        if cell.cell_type != "code" or nb.nbs.role(cell) != "stub" or nb.nbs.grade_id(cell) in self.snapshots:
+            return
+        ours, theirs = Pipe()
+        if os.fork() == 0:
+            ours.close()
+            for other in self.snapshots.values():
+                other.close()
+            for fd in self.worker_fds:  # only the zygote talks to the worker
+                os.close(fd)
+            _snapshot_loop(theirs, nb)
+        theirs.close()
+        self.snapshots[nb.nbs.grade_id(cell)] = ours
+
+    def _advance_to(self, stop: int) -> None:
+        """Execute cells (with the solutions) until cell ``stop`` is next, forking a snapshot before each stub on
+        the way and before ``stop`` itself."""
+        nb = self.nb
+        while self.failure is None:
+            self._snapshot_if_stub()
+            if nb.next >= stop:
+                return
             try:
                 nb.step({}, self.hidden)
             except PlainCellFailed as err:

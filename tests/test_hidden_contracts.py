@@ -1,0 +1,83 @@
+"""Every hidden test says which sentences of the page it relies on, and the page still says them.
+
+The rule (issue 25, part 4): each property a hidden test checks is stated in the stub's docstring or the text
+above it. So each hidden test file ``autograder/sections/<module>/test_<grade_id>.py`` opens with a block
+
+    # Contract: the page's sentences each check relies on.
+    #   "<a fragment of the page, quoted verbatim>" -> <the check(s) that rely on it>
+
+and each quoted fragment must appear in ``book/<slug>.md`` (whitespace collapsed). When the page is reworded, the
+test names the fragment that is gone, so the contract and the hidden test are updated together.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from course.section import sections
+
+HEADER = "# Contract: the page's sentences each check relies on."
+ENTRY = re.compile(r'^#\s+"(?P<quote>.+)"\s+->\s+(?P<checks>\S.*)$')
+
+
+def _hidden_files():
+    for sec in sections():
+        for path in sorted(sec.grading_dir.glob("test_*.py")):
+            yield pytest.param(sec, path, id=f"{sec.slug}:{path.stem}")
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
+
+
+def contract(source: str) -> list[tuple[str, str]]:
+    """The (quote, checks) entries of a hidden test's contract block; empty when it has none.
+
+    The block is the header line and the comment lines right after it; each entry is one line."""
+    lines = source.splitlines()
+    if HEADER not in lines:
+        return []
+    entries = []
+    for line in lines[lines.index(HEADER) + 1 :]:
+        if not line.startswith("#"):
+            break
+        found = ENTRY.match(line)
+        if found:
+            entries.append((found.group("quote"), found.group("checks")))
+    return entries
+
+
+@pytest.mark.parametrize("sec,path", list(_hidden_files()))
+def test_each_hidden_test_quotes_the_page_sentences_it_relies_on(sec, path):
+    source = path.read_text(encoding="utf-8")
+    head = source.split("\n\n", 1)[0]
+    assert HEADER in head.splitlines(), (
+        f"{path.relative_to(sec.root)} has no contract block in its opening comment: add the line\n  {HEADER}\n"
+        'then one line per sentence the checks rely on:  #   "<fragment of the page>" -> <which checks>'
+    )
+    entries = contract(source)
+    assert entries, f"{path.name}: the contract block lists no sentence (lines of the form  #   \"...\" -> checks)"
+    page = _normal(sec.path.read_text(encoding="utf-8"))
+    missing = [quote for quote, _ in entries if _normal(quote) not in page]
+    assert not missing, (
+        f"{path.relative_to(sec.root)} relies on sentences that {sec.path.name} no longer says:\n"
+        + "\n".join(f"  {q!r}" for q in missing)
+        + "\nstate them again in the stub's docstring or the text above it, or update the contract and the checks"
+    )
+
+
+def test_the_contract_reader_reads_entries_and_stops_at_the_block_end():
+    source = "\n".join(
+        [
+            "# Hidden: float64.",
+            HEADER,
+            '#   "returns X\'s dtype" -> the dtype check',
+            '#   "on X\'s device" -> devices',
+            "_x = 1",
+            '#   "not part of the block" -> nothing',
+        ]
+    )
+    assert contract(source) == [("returns X's dtype", "the dtype check"), ("on X's device", "devices")]
+    assert contract("# Hidden: no block here.\n_x = 1") == []
