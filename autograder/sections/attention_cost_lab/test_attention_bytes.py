@@ -1,5 +1,14 @@
 # Hidden: float16 (2 bytes), values of another size, batches, fused and materialised; references in plain Python;
 # the answer may not call qkv's own count.
+# Contract: the page's sentences each check relies on.
+#   "Q, K and V are read once and the output (B, Q, v) written once." -> queries, keys, values, output
+#   "When materialize is True, the (B, Q, K) scores are written and read back" -> scores_and_weights
+#   "and the (B, Q, K) weights written and read back: 4 B Q K numbers." -> scores_and_weights
+#   "A fused kernel (materialize=False) moves none of them." -> scores_and_weights 0 when fused
+#   "dtype_bytes: bytes per number (4 for float32, 2 for float16)." -> dtype_bytes 2, 4 and 8
+#   "n_q, n_k, d, d_v, batch: as in attention_flops." -> d_v of another size, d_v=None, batches
+#   "A plain dict of integers with the keys" -> type(...) is dict
+#   "refuse an answer that calls the course's own version of the function" -> timing.attention_bytes not called
 import qkv.timing as _timing
 
 

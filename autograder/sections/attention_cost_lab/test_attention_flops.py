@@ -1,5 +1,13 @@
 # Hidden: values of another size than the keys, batches, sizes whose counts overflow 32-bit integers; references
 # written out in plain Python; the answer may not call qkv's own count.
+# Contract: the page's sentences each check relies on.
+#   "Convention: a multiply-add is 2 FLOPs; any other elementwise operation is 1;" -> every term against the reference
+#   "the softmax costs 5 per score (max, subtract, exp, add to the sum, divide)." -> the softmax term
+#   "d_v: the size of the values (None means d);" -> d_v of another size; d_v=None
+#   "batch: the batch size B." -> batches of 1, 2, 3 and 8
+#   "Count with integers only, so that the counts are exact" -> n = 65536: counts past 32 bits, atol 0.5
+#   "A plain dict of integers with the keys" -> type(...) is dict
+#   "refuse an answer that calls the course's own version of the function" -> timing.attention_flops not called
 import qkv.timing as _timing
 
 

@@ -1,6 +1,12 @@
 # Hidden: noisy data against the least-squares formula written out in plain Python; negative and fractional
 # exponents, two points, tuples and NumPy arrays; a ValueError when the sizes cannot give a slope. The answer may
 # not call qkv's own fit.
+# Contract: the page's sentences each check relies on.
+#   "(c, k) as floats: k is the least-squares slope of log(times) against" -> k and c on noisy data, 2 points
+#   "log(ns), and log(c) the intercept, as in the least-squares formulas above." -> c = exp(intercept)
+#   "ns: the sizes, a sequence of positive numbers (list, tuple or 1-D NumPy array)." -> tuples and NumPy arrays
+#   "ValueError: when fewer than two different sizes are given (no slope)." -> the ValueError for equal sizes
+#   "refuse an answer that calls the course's own version of the function" -> timing.fit_power_law not called
 import math as _math
 import random as _random
 

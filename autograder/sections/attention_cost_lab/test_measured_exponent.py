@@ -5,6 +5,16 @@
 # function is a projection (n d^2 multiply-adds, well above the clock's noise) and is also taken as the median of
 # three sweeps: an elementwise q + v lasts microseconds, and on a busy machine (other programs evicting the caches)
 # one sweep of it once measured 1.72.
+# Contract: the page's sentences each check relies on.
+#   "For each n in ns (in order): make random queries, keys and values, each of" -> the shapes (2, n, 64)
+#   "shape (batch, n, d), on `device`;" -> the shapes; inputs on the CPU with 'meta' as default
+#   "with timing.benchmark(..., warmup=warmup, repeats=repeats, device=device," -> the clock times the calls
+#   "clock=clock) and keep its median in milliseconds." -> times in ms, against ours
+#   "Then fit the medians against ns with timing.fit_power_law." -> k near 2, below 1.5 if linear; 2 on a fake clock
+#   "(k, times_ms): the fitted exponent, and the list of median times in ms, one per n." -> a list, one per n
+#   "The tests check that attention receives its inputs on the device given," -> the 'meta' default device
+#   "also when PyTorch's default device is another one." -> the 'meta' default device
+#   "`costlab.run_sweep` (5, which uses `timing.benchmark` and `timing.fit_power_law`" -> run_sweep not called
 import time as _time
 
 import qkv.costlab as _costlab

@@ -5,6 +5,15 @@
 # fast), fitted against n = 64 .. 512, must grow with an exponent below 1.4 (the (B, Q, K) scores give 2). The function
 # must be the student's own: neither qkv's reference nor PyTorch's fused scaled_dot_product_attention may be called.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
+# Contract: the page's sentences each check relies on.
+#   "It must equal the attention of 11.3 (to $10^{-10}$ in float64, whatever the block size," -> atol 1e-10
+#   "block_size: keys per block, a positive int; the last block is shorter" -> blocks of 1, 3, 4, 10, 16, K = 10
+#   "valid_lens: None, (B,) or (B, Q), as in 11.3's masked_softmax:" -> no mask, lengths per example and per query
+#   "computed with a running maximum m, a running sum l and a running output a per query" -> scores of 1000 and more
+#   "(B, Q, v), of the queries' dtype and device:" -> float32 stays; CPU output with 'meta' as default device
+#   "No tensor of Q x K scores: at most one block, (B, Q, block_size)." -> memory exponent below 1.4
+#   "the grader measures the memory your function holds and fits it against $n$," -> memory exponent below 1.4
+#   "`costlab.online_attention` or PyTorch's fused `scaled_dot_product_attention` (6)" -> neither called
 import math as _math
 
 import torch.nn.functional as _F

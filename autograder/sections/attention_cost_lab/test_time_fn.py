@@ -1,6 +1,15 @@
 # Hidden: our own simulated device (plain Python, nothing shared with the notebook); an even number of repeats (the
 # median is then the mean of the two middle times), no warm-up with one repeat, the default numbers of warm-ups and
 # repeats, a synchronous CPU-like device without synchronize; the answer may not call qkv's benchmark.
+# Contract: the page's sentences each check relies on.
+#   "Call fn(*args) `warmup` times without timing it." -> warm-ups before the first clock read; none
+#   "Every clock read must come after a synchronize() that follows the last call of fn." -> no read while busy
+#   "synchronize=None means there is nothing to wait for (the CPU)." -> a synchronous device, no synchronize
+#   "fn: the function to time; args: its positional arguments." -> fn receives exactly the given arguments
+#   "warmup=3, repeats=10" -> the defaults: 13 calls
+#   "The median of the repeats' times in milliseconds, a float (for an even" -> the median in ms
+#   "number of repeats, the mean of the two middle times, as statistics.median)." -> four repeats
+#   "refuse an answer that calls the course's own version of the function" -> timing.benchmark not called
 import qkv.timing as _timing
 
 

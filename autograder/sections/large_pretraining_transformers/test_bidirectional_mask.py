@@ -1,5 +1,12 @@
 # Hidden: T = 7, B = 4 with a zero and a full length, against masks built by loops; bool dtype; no call to qkv's
 # masks; the masks follow valid_lens to its device ('meta': nothing is computed, no value is read).
+# Contract: the page's sentences each check relies on.
+#   "Returns a bool tensor, True where query i (row) may attend to key j (column):" -> the bool dtype, rows queries
+#   "(T, T) all True without valid_lens; else (B, T, T) with" -> bidirectional_mask(7), with lengths [0, 7, 3, 5]
+#   "mask[b, i, j] = j < valid_lens[b], on valid_lens' device." -> its entries; the 'meta' device check
+#   "(T, T) with mask[i, j] = j <= i, or (B, T, T) with" -> causal_mask(7), with lengths
+#   "mask[b, i, j] = j <= i and j < valid_lens[b], on valid_lens' device." -> its entries; the 'meta' device check
+#   "the grader refuses an answer that calls the course's own version of it" -> qkv.pretraining's masks not called
 _Tn, _lens = 7, [0, 7, 3, 5]
 _L = _T.tensor(_lens)  # (B,)
 with checks.forbid_reference(bidirectional_mask, (_qp, "bidirectional_mask"), (_qp, "causal_mask")):

@@ -2,6 +2,17 @@
 # against their expectations with tolerances of 3.5 to 4 standard deviations: 15% chosen, and among the chosen
 # 80% <mask>, 10% random (drawn uniformly from the ordinary ids, so 1 in 45 equals the original) and 10% kept;
 # the random draws reach many ids; the generator alone decides the result.
+# Contract: the page's sentences each check relies on.
+#   "ids < num_special are special tokens and are never chosen." -> specials never chosen or changed
+#   "Each other token is chosen with probability 0.15, independently;" -> share chosen, 4 sd
+#   "a chosen token becomes mask_id with probability 0.8," -> share made <mask>
+#   "a random id drawn uniformly from [num_special, vocab_size)" -> ids in range, 35 of 45 reached
+#   "with probability 0.1," -> share replaced (1 in 45 is the original)
+#   "and stays as it is otherwise." -> share unchanged
+#   "Draw every random number with `generator` (CPU)." -> the same generator state gives the same result
+#   "(tokens itself is left unchanged)" -> tokens after the call
+#   "labels the original token where chosen and IGNORE_INDEX (-100) elsewhere." -> labels; long dtypes
+#   "the grader refuses an answer that calls the course's own version of it" -> qkv.corruption.mask_tokens not called
 _g = _T.Generator().manual_seed(2024)
 _tok = _T.randint(5, 50, (64, 300), generator=_g)
 _spec = _T.rand(64, 300, generator=_g) < 0.1  # (B, T)

@@ -1,5 +1,13 @@
 # Hidden: prefix lengths 0, 1, 4 and 8 of T = 8, and an encoder-decoder with T_src = 6, T_tgt = 3, B = 3 (a zero
 # length among them), against masks built by loops; no call to qkv's masks.
+# Contract: the page's sentences each check relies on.
+#   "T: int; prefix_len: int in [0, T]. Returns a bool (T, T) tensor with" -> prefix lengths 0, 1, 4, 8 of T = 8
+#   "mask[i, j] = (j <= i) or (j < prefix_len): the prefix is bidirectional," -> every entry, against loops
+#   "src_valid_lens: long (B,). Returns (enc, dec, cross), all bool:" -> bool dtypes, lengths 6, 2, 0
+#   "enc (B, T_src, T_src), enc[b, i, j] = j < src_valid_lens[b];" -> enc against loops
+#   "dec (T_tgt, T_tgt), dec[i, j] = j <= i;" -> dec against loops
+#   "cross (B, T_tgt, T_src), cross[b, i, j] = j < src_valid_lens[b]." -> cross against loops
+#   "the grader refuses an answer that calls the course's own version of it" -> qkv.pretraining's masks not called
 _refs = [(_qp, n) for n in ("prefix_lm_mask", "encoder_decoder_masks", "causal_mask", "bidirectional_mask")]
 with checks.forbid_reference(prefix_lm_mask, *_refs):
     for _P in (0, 1, 4, 8):

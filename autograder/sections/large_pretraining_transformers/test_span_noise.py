@@ -1,10 +1,22 @@
-# Hidden: T = 2, 7, 13, 33 and 100 (n = 1, 1, 2, 5, 15 noise tokens; S = 1, 1, 1, 2, 5 spans), 200 draws each:
-# exactly n noise tokens in exactly S separate spans every time; for T = 100 every position is noise in some draw,
-# the span lengths vary, and the mean span length is n / S; the generator alone decides the result.
-for _Tn, _n, _S in [(2, 1, 1), (7, 1, 1), (13, 2, 1), (33, 5, 2), (100, 15, 5)]:
+# Hidden: T = 2, 7, 13, 30, 33, 70 and 100 (n = 1, 1, 2, 4, 5, 10, 15 noise tokens, Python's round taking 4.5 and
+# 10.5 to the even side; m = 1, 1, 1, 1, 2, 3, 5 spans), 200 draws each: exactly n noise tokens in exactly m separate
+# spans every time; for T = 100 every position is noise in some draw, the span lengths vary, and the share of spans
+# of length 1 is that of a uniform split of n = 15 into 5 positive parts (C(13, 3) / C(14, 4) = 2/7, within 4.5
+# standard deviations); the generator alone decides the result.
+# Contract: the page's sentences each check relies on.
+#   "T: int >= 2. Returns a bool tensor (T,) with exactly" -> dtype and shape
+#   "n = min(max(round(0.15 * T), 1), T - 1) True entries, forming exactly" -> n noise tokens in every draw
+#   "m = max(round(n / 3), 1) runs (spans) separated by at least one False." -> m separate spans in every draw
+#   "round(0.15 * 30) = round(4.5) = 4." -> T = 30: 4 noise tokens
+#   "every bool (T,) tensor of n True entries in m runs equally likely, so" -> T = 100: every position is noise
+#   "that the m span lengths are a uniform split of n into positive parts." -> T = 100: lengths vary; share of 1s
+#   "Random, drawn with `generator` (CPU):" -> the same generator state gives the same spans
+#   "the grader refuses an answer that calls the course's own version of it" -> qkv.corruption's spans not called
+for _Tn, _n, _S in [(2, 1, 1), (7, 1, 1), (13, 2, 1), (30, 4, 1), (33, 5, 2), (70, 10, 3), (100, 15, 5)]:
     _g = _T.Generator().manual_seed(_Tn)
     _hits = [0] * _Tn
     _lengths = set()
+    _all_lengths = []
     with checks.forbid_reference(span_noise, (_qc, "corrupt_spans"), (_qc, "_composition")):
         _draws = [span_noise(_Tn, generator=_g) for _ in range(200)]
     for _d in _draws:
@@ -14,12 +26,12 @@ for _Tn, _n, _S in [(2, 1, 1), (7, 1, 1), (13, 2, 1), (33, 5, 2), (100, 15, 5)]:
         checks.check_true(
             sum(_f) == _n,
             f"span_noise({_Tn}) has {_n} noise tokens (got {sum(_f)}; hidden)",
-            hint="n = min(max(round(0.15 * T), 1), T - 1)",
+            hint="n = min(max(round(0.15 * T), 1), T - 1), with Python's round (round(4.5) = 4)",
         )
         checks.check_true(
             _runs(_f) == _S,
             f"span_noise({_Tn}) has {_S} separate spans (got {_runs(_f)}; hidden)",
-            hint="S = max(round(n / 3), 1) spans that neither overlap nor touch",
+            hint="m = max(round(n / 3), 1) spans that neither overlap nor touch",
         )
         for _t, _x in enumerate(_f):
             _hits[_t] += _x
@@ -29,6 +41,7 @@ for _Tn, _n, _S in [(2, 1, 1), (7, 1, 1), (13, 2, 1), (33, 5, 2), (100, 15, 5)]:
                 _run += 1
             elif _run:
                 _lengths.add(_run)
+                _all_lengths.append(_run)
                 _run = 0
     if _Tn == 100:
         checks.check_true(
@@ -39,7 +52,19 @@ for _Tn, _n, _S in [(2, 1, 1), (7, 1, 1), (13, 2, 1), (33, 5, 2), (100, 15, 5)]:
         checks.check_true(
             len(_lengths) >= 3,
             f"span lengths vary (got {sorted(_lengths)}; hidden)",
-            hint="split n into S random positive lengths",
+            hint="split n into m random positive lengths",
+        )
+        # a uniform split of n into m positive parts gives each part the length 1 with probability
+        # C(n - 2, m - 2) / C(n - 1, m - 1); the parts of one draw are negatively correlated, so the binomial
+        # standard deviation over all the spans is an upper bound
+        _p1 = _math.comb(_n - 2, _S - 2) / _math.comb(_n - 1, _S - 1)
+        _share1 = _all_lengths.count(1) / len(_all_lengths)
+        _sd1 = _math.sqrt(_p1 * (1 - _p1) / len(_all_lengths))
+        checks.check_true(
+            abs(_share1 - _p1) <= 4.5 * _sd1,
+            f"spans of length 1: {_share1:.3f} of all, expected {_p1:.3f} +- {4.5 * _sd1:.3f} for a uniform split "
+            "of n into m positive parts (hidden)",
+            hint="draw the m - 1 cut points among 1 .. n - 1 uniformly, all distinct (torch.randperm)",
         )
 _a = span_noise(100, generator=_T.Generator().manual_seed(5))
 _b = span_noise(100, generator=_T.Generator().manual_seed(5))

@@ -1,5 +1,13 @@
 # Hidden: 40 random noise patterns (any spans, at either end, long and short) over T = 1 to 30 with arbitrary
 # sentinel ids, against a reference that walks the tokens; one more sentinel given than needed.
+# Contract: the page's sentences each check relies on.
+#   "noise: bool (T,), True at the tokens to cut (runs of True are the spans);" -> 40 random patterns, T = 1 to 30
+#   "sentinel_ids: a list of at least m + 1 ids, m the number of spans." -> one more sentinel given than needed
+#   "Returns (inputs, targets), long tensors:" -> long dtypes
+#   "inputs the tokens with span k replaced by sentinel_ids[k] (T - n + m,);" -> inputs against the walk
+#   "targets sentinel_ids[k] followed by span k's tokens for each k, then" -> targets against the walk
+#   "sentinel_ids[m] (n + m + 1,), n = noise.sum()." -> targets against the walk
+#   "the grader refuses an answer that calls the course's own version of it" -> corrupt_spans not called
 _g = _T.Generator().manual_seed(911)
 
 
@@ -40,5 +48,5 @@ with checks.forbid_reference(spans_to_example, (_qc, "corrupt_spans")):
             f"targets {_what}",
             atol=0,
             rtol=0,
-            hint="sentinel k then span k's tokens, for each k; then sentinel S",
+            hint="sentinel k then span k's tokens, for each k; then sentinel m",
         )
