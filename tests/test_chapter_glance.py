@@ -251,6 +251,51 @@ def test_poster_is_one_a3_landscape_page_of_the_ten_panels(tmp_path):
     assert poster.build(tmp_path, log=lambda *a: pytest.fail("redrawn although up to date")) == [pdf, png]
 
 
+# --- what the pages say about the panels ---------------------------------------------------------------------------
+
+
+def _page_text(page: str) -> tuple[str, str]:
+    """The markdown of ``book/<page>.md`` and its images' alt texts, each with whitespace collapsed."""
+    nb = nbs.read(nbs.ROOT / "book" / f"{page}.md")
+    prose = " ".join(" ".join(c.source for c in nb.cells if c.cell_type == "markdown").split())
+    alts = " ".join(c.metadata.get("mystnb", {}).get("image", {}).get("alt", "") for c in nb.cells)
+    return prose, alts
+
+
+def test_panel_5_alt_texts_say_what_the_trained_heads_do():
+    """Panel 5's alt text, both languages: each head at a fixed offset, two heads sharing one, as the model of 11.5
+    learns (trained for real here: the suite's smoke runs would not learn the task)."""
+    from qkv.figures import multihead_attention as mh
+
+    task = mh.OffsetTask()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("QKV_TRAIN_SMOKE", raising=False)
+        model = mh.fit_offset_reader(task).model.eval()
+    offsets = [offset for offset, _ in mh.head_offsets(model, task)]
+    assert len(offsets) == 4 and len(set(offsets)) == 3, f"two of the four heads share an offset: {offsets}"
+    _, en = _page_text("chapter-at-a-glance")
+    _, zh = _page_text("chapter-at-a-glance-zh")
+    assert "each a bright diagonal stripe at a fixed offset, two heads sharing one" in en
+    assert "位于固定的偏移处，其中两个头的偏移相同" in zh
+
+
+def test_panel_3_and_4_texts_say_what_the_panels_show():
+    """Panel 3: dividing by sqrt(d) keeps the scores' spread (not the scores, centred at 0) near 1; panel 4: the
+    recurrent encoder, not the decoder, squeezed the source into one vector."""
+    p = chapter.panel(3)
+    g = torch.Generator().manual_seed(3)
+    dots = (torch.randn(4000, 256, generator=g) * torch.randn(4000, 256, generator=g)).sum(1) / 16  # (S,)
+    assert abs(float(dots.mean())) < 0.1 and float(dots.std()) == pytest.approx(1, rel=0.1), "centred at 0, spread 1"
+    assert all(c == pytest.approx(1, rel=0.1) for c in p.spreads()[1])
+    en, _ = _page_text("chapter-at-a-glance")
+    zh, _ = _page_text("chapter-at-a-glance-zh")
+    assert "dividing by $\\sqrt{d}$ keeps the scores' spread near 1" in en
+    assert "能让分数的波动幅度保持在 1 附近" in zh
+    assert "A recurrent encoder used to squeeze the whole source into one vector" in en
+    assert "循环神经网络编码器要把整个源句压缩成一个向量" in zh
+    assert "构建本页的机器" in zh and "本机" not in zh, "the timings are those of the machine that built the page"
+
+
 # --- the pages -----------------------------------------------------------------------------------------------------
 
 

@@ -66,14 +66,32 @@ MODEL_SCALES = (
         "encoder-only",
         340e6,
         131e9,
-        "Devlin et al. (2019): 1M steps x 256 x 512 tokens, at most (90% of steps at 128)",
+        "Devlin et al. (2019), appendix A.2: 1M steps x 256 x 512 tokens, at most (90% of steps at 128)",
     ),
-    ("RoBERTa-large", "encoder-only", 355e6, 2.1e12, "Liu et al. (2019): 500K steps x 8K x 512 tokens, at most"),
-    ("T5-11B", "encoder-decoder", 11e9, 1e12, "Raffel et al. (2020): about 1 trillion tokens (2^11 x 512 x 1M)"),
-    ("GPT-2", "decoder-only", 1.5e9, None, "Radford et al. (2019): WebText, 40 GB of text; tokens not stated"),
-    ("GPT-3", "decoder-only", 175e9, 300e9, "Brown et al. (2020): 300 billion tokens"),
-    ("Chinchilla", "decoder-only", 70e9, 1.4e12, "Hoffmann et al. (2022): 1.4 trillion tokens"),
-    ("PaLM", "decoder-only", 540e9, 780e9, "Chowdhery et al. (2022): 780 billion tokens"),
+    (
+        "RoBERTa-large",
+        "encoder-only",
+        355e6,
+        2.1e12,
+        "Liu et al. (2019), section 5 and table 4: 500K steps x 8K x 512 tokens, at most",
+    ),
+    (
+        "T5-11B",
+        "encoder-decoder",
+        11e9,
+        1e12,
+        "Raffel et al. (2020), section 3.7: about 1 trillion tokens (1M steps x 2^11 x 512)",
+    ),
+    (
+        "GPT-2",
+        "decoder-only",
+        1.5e9,
+        None,
+        "Radford et al. (2019), section 2.1: WebText, 40 GB of text; tokens not stated",
+    ),
+    ("GPT-3", "decoder-only", 175e9, 300e9, "Brown et al. (2020), tables 2.1 and 2.2: 300 billion tokens"),
+    ("Chinchilla", "decoder-only", 70e9, 1.4e12, "Hoffmann et al. (2022), table 1: 1.4 trillion tokens"),
+    ("PaLM", "decoder-only", 540e9, 780e9, "Chowdhery et al. (2022), table 1 and section 3: 780 billion tokens"),
 )
 
 
@@ -125,11 +143,11 @@ def plot_model_scales(rows=None, ours=None):
 
 
 def plot_scaling(rows, a, alpha):
-    """Held-out loss against non-embedding parameters (log-log) with the fitted power law ``a * P ** -alpha``."""
+    """Held-out loss against the non-embedding parameters M (log-log) with the fitted power law ``a * M ** -alpha``."""
     fig, ax = plt.subplots(figsize=(5, 3.4))
-    P = [r["params"] for r in rows]
-    L = [r["val_loss"] for r in rows]
-    ax.scatter(P, L, color="#c0392b", zorder=3, label="our GPTs (one budget of tokens)")
+    M = [r["params"] for r in rows]
+    losses = [r["val_loss"] for r in rows]
+    ax.scatter(M, losses, color="#c0392b", zorder=3, label="our GPTs (one budget of tokens)")
     for r in rows:
         ax.annotate(
             f"N={r['num_hiddens']}, L={r['num_blks']}",
@@ -138,12 +156,12 @@ def plot_scaling(rows, a, alpha):
             xytext=(4, 4),
             textcoords="offset points",
         )
-    lo, hi = min(P) / 1.5, max(P) * 1.5
+    lo, hi = min(M) / 1.5, max(M) * 1.5
     xs = [lo * (hi / lo) ** (i / 50) for i in range(51)]
-    ax.plot(xs, [a * x**-alpha for x in xs], "--", color="0.3", label=rf"fit: ${a:.2f}\,P^{{-{alpha:.3f}}}$")
+    ax.plot(xs, [a * x**-alpha for x in xs], "--", color="0.3", label=rf"fit: ${a:.2f}\,M^{{-{alpha:.3f}}}$")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("non-embedding parameters P")
+    ax.set_xlabel("non-embedding parameters M")
     ax.set_ylabel("held-out loss (nats per character)")
     ax.legend(fontsize=8)
     fig.tight_layout()
