@@ -27,6 +27,7 @@ from pathlib import Path
 
 from course import notebooks as nbs
 from course.section import sections
+from publish import execute
 from publish.vendor import mathjax_dir
 
 ROOT = nbs.ROOT
@@ -120,8 +121,13 @@ def build(edition: str, strict: bool = False, out: Path | None = None, quiet: bo
     env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     env["QKV_BOOK_BUILD"] = "1"  # widgets render as static figures in the book (qkv.widgets)
     # The chapter-at-a-glance poster, linked from that page; redrawn only when qkv changed (publish/poster.py).
-    poster = [sys.executable, "-m", "publish.poster", str(src / "book" / "_poster")]
-    if subprocess.run(poster, env=env, cwd=ROOT).returncode:
+    # It is drawn while the notebooks run side by side (publish/execute.py); Jupyter Book then renders them from
+    # its execution cache and runs only the pages that time code, alone.
+    draw = [sys.executable, "-m", "publish.poster", str(src / "book" / "_poster")]
+    poster = subprocess.Popen(draw, env=env, cwd=ROOT)
+    pages = [name for name in nbs.toc_files(src / "_toc.yml") if nbs.is_notebook_source(src / f"{name}.md")]
+    execute.prefill(src, out / "_build" / ".jupyter_cache", pages, env, execute.jobs_wanted())
+    if poster.wait():
         raise SystemExit("[book] the poster (publish/poster.py) failed; see the log above")
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(src), "--path-output", str(out)]
     if strict:

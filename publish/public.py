@@ -61,6 +61,7 @@ ALLOW: dict[str, str] = {
     "publish/build_book.py": "make book (the student edition; the solutions edition needs this repository)",
     "publish/vendor.py": "make book: MathJax, so the book reads offline",
     "publish/poster.py": "make book: the chapter-at-a-glance poster (A3 PDF and PNG)",
+    "publish/execute.py": "make book: the notebooks executed side by side into Jupyter Book's cache",
     "publish/colab.py": "make notebooks: the notebooks for Colab",
     "student/": "JupyterLab as students get it: nbgrader's instructor tools off, .md opens as a notebook (make lab)",
     "start": "Binder's start script: JupyterLab with student/jupyter's configuration",

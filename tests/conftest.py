@@ -111,9 +111,10 @@ def _build_the_book_in_the_background(config) -> None:
     log = REPO / "_build" / "tests" / "book-build.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     code = "from tests.support import browser; browser.built_book('student')"
+    env = os.environ | {"QKV_BOOK_JOBS": "1"}  # one notebook at a time: the test workers have the other cores
     with open(log, "w") as out:
         _BACKGROUND.append(
-            subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+            subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
         )
 
 

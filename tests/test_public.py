@@ -53,7 +53,7 @@ TOP_LEVEL = {
 CODE = {
     ".ci": {"system-deps.sh"},
     "course": {"__init__.py", "notebooks.py", "section.py"},
-    "publish": {"build_book.py", "colab.py", "poster.py", "vendor.py"},
+    "publish": {"build_book.py", "colab.py", "execute.py", "poster.py", "vendor.py"},
     "student": {
         "README.md",
         "jupyter/jupyter_server_config.json",

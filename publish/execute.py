@@ -1,0 +1,150 @@
+"""Execute the book's notebooks side by side before Jupyter Book reads them, so that a cold build uses every core.
+
+Jupyter Book runs the notebooks one after another, and most of their cells use one core. :func:`prefill` runs
+them first, ``jobs`` at a time, each in a kernel of its own with one torch thread, and puts each executed notebook
+into Jupyter Book's execution cache exactly as Jupyter Book would have (read by myst-nb's reader, hashed by
+jupyter-cache); Jupyter Book then finds them there ("Using cached notebook") and only renders. The models the
+notebooks train are cached under a lock (:mod:`qkv.trained`), so two notebooks that need one model train it once.
+
+The pages whose cells time code (:data:`ALONE`: the attention-cost lab) are left out: Jupyter Book runs them
+itself after, when nothing else runs, so their timings have the machine to themselves. A notebook that fails here
+is simply not cached; Jupyter Book then runs it again and reports the error as it always does.
+
+``python -m publish.execute NOTEBOOK.md OUT.json`` executes one notebook (the parallel jobs are such processes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+import nbformat
+import yaml
+
+#: Pages that time code: executed by Jupyter Book itself, alone, after the others.
+ALONE = ("book/attention-cost-lab",)
+#: Pages that train the longest models: started first, so that the rest fill the other cores meanwhile.
+LONGEST_FIRST = ("book/vision-transformer", "book/large-pretraining-transformers", "book/transformer")
+#: Set to a number of parallel notebooks (1: no pre-execution, Jupyter Book runs them all, as before).
+JOBS_ENV = "QKV_BOOK_JOBS"
+#: What every kernel of the parallel phase gets beside the build's own environment: one thread each, so that
+#: ``jobs`` kernels share the cores instead of fighting over them.
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
+def read(path: Path) -> nbformat.NotebookNode:
+    """The notebook of a staged MyST page as myst-nb reads it (the cache matches notebooks by their code)."""
+    from myst_nb.core.read import read_myst_markdown_notebook
+    from myst_parser.config.main import MdParserConfig
+
+    config = yaml.safe_load((path_root(path) / "_config.yml").read_text()) or {}
+    extensions = config.get("parse", {}).get("myst_enable_extensions", [])
+    return read_myst_markdown_notebook(path.read_text(encoding="utf-8"), MdParserConfig(enable_extensions=extensions))
+
+
+def path_root(path: Path) -> Path:
+    """The staged book folder a page belongs to (the nearest parent holding ``_config.yml``)."""
+    for parent in path.parents:
+        if (parent / "_config.yml").exists():
+            return parent
+    raise FileNotFoundError(f"no _config.yml above {path}")
+
+
+def _settings(src: Path) -> dict:
+    execute = (yaml.safe_load((src / "_config.yml").read_text()) or {}).get("execute", {})
+    return {"timeout": execute.get("timeout", 30), "allow_errors": bool(execute.get("allow_errors", False))}
+
+
+def jobs_wanted() -> int:
+    """``$QKV_BOOK_JOBS``, else the number of cores."""
+    value = os.environ.get(JOBS_ENV, "").strip()
+    if value:
+        if not value.isdigit() or int(value) < 1:
+            raise SystemExit(f"[book] {JOBS_ENV} must be a positive whole number of notebooks at once, not {value!r}")
+        return int(value)
+    return os.cpu_count() or 1
+
+
+def pending(src: Path, cache_dir: Path, pages: list[str]) -> list[str]:
+    """The notebook pages (toc names) that the execution cache does not hold yet, longest first, without ALONE."""
+    from jupyter_cache import get_cache
+
+    cache = get_cache(str(cache_dir))
+    out = []
+    for page in pages:
+        if page in ALONE:
+            continue
+        try:
+            cache.match_cache_notebook(read(src / f"{page}.md"))
+        except KeyError:
+            out.append(page)
+    first = [p for p in LONGEST_FIRST if p in out]
+    return first + [p for p in out if p not in first]
+
+
+def prefill(src: Path, cache_dir: Path, pages: list[str], env: dict, jobs: int) -> dict[str, float | None]:
+    """Execute the ``pages`` missing from the cache, ``jobs`` at a time, and cache them; the seconds each took
+    (None: it failed, and Jupyter Book will run it again)."""
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    todo = pending(src, cache_dir, pages)
+    if jobs < 2 or not todo:
+        return {}
+    cache = get_cache(str(cache_dir))
+    env = env | ONE_THREAD
+    t0 = time.perf_counter()
+    print(f"[book] executing {len(todo)} notebook(s), {jobs} at a time: {', '.join(todo)}", flush=True)
+    done: dict[str, float | None] = {}
+    with ThreadPoolExecutor(jobs) as pool:
+        futures = {pool.submit(_execute_in_process, src / f"{page}.md", env): page for page in todo}
+        for future in as_completed(futures):
+            page = futures[future]
+            executed, seconds, error = future.result()
+            if error:
+                print(f"[book] {page}: failed here, Jupyter Book will run it again:\n{error}", flush=True)
+                done[page] = None
+                continue
+            bundle = CacheBundleIn(executed, str(src / f"{page}.md"), data={"execution_seconds": seconds})
+            cache.cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
+            done[page] = seconds
+            print(f"[book] {page}: executed in {seconds:.0f} s", flush=True)
+    print(f"[book] parallel execution: {time.perf_counter() - t0:.0f} s", flush=True)
+    return done
+
+
+def _execute_in_process(path: Path, env: dict):
+    """Run ``python -m publish.execute`` on ``path``: (executed notebook, seconds, error text or None)."""
+    out = path.with_suffix(".executed.json")
+    cmd = [sys.executable, "-m", "publish.execute", str(path), str(out)]
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True)
+    try:
+        if result.returncode or not out.exists():
+            return None, 0.0, (result.stdout + result.stderr)[-3000:]
+        data = json.loads(out.read_text())
+        return nbformat.from_dict(data["notebook"]), data["seconds"], data["error"]
+    finally:
+        out.unlink(missing_ok=True)
+
+
+def main(argv: list[str]) -> int:
+    """Execute one staged page (in its own folder, as Jupyter Book does) and write the result as JSON."""
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    path, out = Path(argv[0]), Path(argv[1])
+    nb = read(path)
+    settings = _settings(path_root(path))
+    result = single_nb_execution(nb, cwd=str(path.parent), meta_override=True, **settings)
+    error = result.exc_string if result.err is not None else None
+    out.write_text(json.dumps({"notebook": result.nb, "seconds": result.time, "error": error}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
