@@ -49,19 +49,14 @@ TIERS = {
         "test_chapter_glance_browser",
         "test_jupyterlab_student",
         "test_new_section",  # its copy's book starts from this checkout's smoke book
+        "test_public",  # the public tree: written, staged, installed, and its make book run
     ),
 }
-#: Single tests of a unit file that belong to another tier (they build the book).
-TIER_OF_TEST = {"test_public.py::test_make_book_in_the_tree_builds_the_same_student_edition": "book"}
 _TIER_OF_FILE = {name: tier for tier, names in TIERS.items() for name in names}
 
 
 def tier(item) -> str:
-    """The tier of a collected test: by its node id, else by its file, else ``unit``."""
-    node = item.nodeid.split("[", 1)[0]
-    for suffix, named in TIER_OF_TEST.items():
-        if node.endswith(suffix):
-            return named
+    """The tier of a collected test: by its file, else ``unit``."""
     return _TIER_OF_FILE.get(Path(str(item.fspath)).stem, "unit")
 
 
@@ -206,9 +201,7 @@ def pytest_terminal_summary(terminalreporter):
     total = sum(_SECONDS_PER_FILE.values())
     write(f"{'seconds':>8} {'share':>6} {'tests':>6}  {'tier':<9} file")
     for path, seconds in sorted(_SECONDS_PER_FILE.items(), key=lambda kv: -kv[1]):
-        stem = Path(path).stem
-        named = next((t for s, t in TIER_OF_TEST.items() if s.startswith(Path(path).name)), None)
-        file_tier = _TIER_OF_FILE.get(stem, "unit") + ("+" + named if named else "")
+        file_tier = _TIER_OF_FILE.get(Path(path).stem, "unit")
         share = seconds / total if total else 0.0
         write(f"{seconds:8.1f} {share:6.1%} {_TESTS_PER_FILE.get(path, 0):6d}  {file_tier:<9} {path}")
     write(f"{total:8.1f} {'':6} {sum(_TESTS_PER_FILE.values()):6d}  {'':9} all files")
