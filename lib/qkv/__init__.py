@@ -42,9 +42,20 @@ D2L   letters of that page's prose beyond the table above
       k the kernel size of a convolution; bold P the sinusoidal table, rows p_i;
       i and t a position, j a pair of columns, delta an offset, omega_j and theta_j
       frequencies
+11.4  T_src the source's length (T the target's)
+11.7  bold X_enc the encoder's outputs, X^(0) the decoder's input; n the prefix length
+      of a cached decoding step
 11.8  h, w the image's height and width and p_h, p_w the patch's (D2L's letters; the
       per-head size does not appear on that page); t a patch's place in the sequence;
       bold Z the tokens, Z^(L) after L blocks
+11.9  ell a valid length; T_prefix, T_src, T_tgt the prefix, source and target lengths;
+      n noise tokens in m spans; w windows; M non-embedding parameters; p a probability,
+      script L the loss, mask^(...) an attention mask; alpha and a the scaling fit's
+      exponent and constant; tau the temperature, k of top-k
+lab   n the sequence length (D2L's complexity table); kappa a kernel size, beta bytes per
+      number, tau^start and tau^end clock readings; M a matrix side (step 5), b a block
+      size; m, ell and s_i the online softmax's running maximum, running sum and scores;
+      k the fitted power-law exponent
 ====  =====================================================================================
 
 Sections and modules
