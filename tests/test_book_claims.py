@@ -282,8 +282,8 @@ MULTIHEAD = "multihead-attention"
 
 def test_grouped_query_attention_cuts_the_parameters_as_the_page_says():
     """The summary's 'divides ... the attention parameters by much less (to 0.56 of multi-head attention's at Llama 2
-    70B's size, with G = 8)' and question 2's '(to 0.56 ... in the table above)' are the cost table's ratio; the rubric's
-    'never below half' holds for every G (W_q and W_o keep their size). Error 11 of the 2026-12-01 review."""
+    70B's size, with G = 8)' and question 2's '(to 0.56 ... in the table above)' are the cost table's ratio; the
+    rubric's 'never below half' holds for every G (W_q and W_o keep their size). Error 11 of the 2026-12-01 review."""
     from qkv import multihead as ref
 
     text = prose(MULTIHEAD)
@@ -303,7 +303,7 @@ def test_grouped_query_attention_cuts_the_parameters_as_the_page_says():
     ratio = params(8) / params(64)
     assert f"{ratio:.2f}" == f"{said:.2f}" == f"{asked:.2f}", f"the page says {said} and {asked}; it is {ratio:.3f}"
     assert all(params(G) / params(64) > 0.5 for G in (1, 2, 4, 8, 16, 32)), "below half for some G"
-    rubric = (ROOT / "autograder" / "sections" / "multihead_attention" / "rubric.toml").read_text()
+    rubric = section("multihead-attention").rubric.read_text()
     assert f"{ratio:.2f} of multi-head" in rubric and "never below half" in rubric
     for wrong in ("saves a few parameters", "almost unchanged", "barely change"):
         assert wrong not in text and wrong not in rubric, f"'{wrong}' contradicts the ratio {ratio:.2f}"

@@ -58,7 +58,7 @@ def test_each_hidden_test_quotes_the_page_sentences_it_relies_on(sec, path):
         'then one line per sentence the checks rely on:  #   "<fragment of the page>" -> <which checks>'
     )
     entries = contract(source)
-    assert entries, f"{path.name}: the contract block lists no sentence (lines of the form  #   \"...\" -> checks)"
+    assert entries, f'{path.name}: the contract block lists no sentence (lines of the form  #   "..." -> checks)'
     page = _normal(sec.path.read_text(encoding="utf-8"))
     missing = [quote for quote, _ in entries if _normal(quote) not in page]
     assert not missing, (
