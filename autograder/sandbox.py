@@ -55,6 +55,9 @@ from pathlib import Path
 
 RUNNER = Path(__file__).resolve().with_name("runner.py")
 RUNNER_IN_SANDBOX = "/opt/qkv-grader/runner.py"
+#: Where the folder of trained weights appears inside the sandbox, whatever its place on the host (the test suite
+#: keeps its own under the repository's _build/, which student code must not learn of or see into).
+TRAINED_IN_SANDBOX = "/opt/qkv-trained"
 #: Imported once per sandbox, before any student code (what the course's notebooks import). ``torch._dynamo`` and
 #: ``sympy`` are what PyTorch imports on the first arithmetic with 'meta' tensors, which the hidden device checks
 #: use: about 1.3-5 s per submission (per forked child) when not preloaded, 0.01 s when they are.
@@ -219,8 +222,12 @@ def bwrap_args(limits: Limits, control_fd: int, preload=PRELOAD) -> list[str]:
     # The private tmpfs mounts come before the read-only binds, so that a checkout, venv or data folder that
     # lives under /tmp on the host (CI clones anywhere) is bound over the empty /tmp rather than hidden by it.
     args += ["--size", str(limits.tmpfs), "--tmpfs", "/tmp", "--size", str(limits.tmpfs), "--tmpfs", "/dev/shm"]
+    trained = trained_paths()
     for path in visible_paths():
-        args += ["--ro-bind", str(path), str(path)]
+        if path not in trained:
+            args += ["--ro-bind", str(path), str(path)]
+    if trained:
+        args += ["--ro-bind", str(trained[0]), TRAINED_IN_SANDBOX]
     args += ["--ro-bind", str(RUNNER), RUNNER_IN_SANDBOX]
     args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
     env = {
@@ -239,8 +246,8 @@ def bwrap_args(limits: Limits, control_fd: int, preload=PRELOAD) -> list[str]:
     }
     if data_paths():
         env["QKV_DATA_DIR"] = str(data_paths()[0])
-    if trained_paths():
-        env["QKV_TRAINED_DIR"] = str(trained_paths()[0])
+    if trained:
+        env["QKV_TRAINED_DIR"] = TRAINED_IN_SANDBOX
     if os.environ.get("QKV_TRAIN_SMOKE"):  # the test suite grades against its smoke-trained models (qkv.trained)
         env["QKV_TRAIN_SMOKE"] = os.environ["QKV_TRAIN_SMOKE"]
     if qkv_folder() is not None:

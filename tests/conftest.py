@@ -60,26 +60,44 @@ def tier(item) -> str:
     return _TIER_OF_FILE.get(Path(str(item.fspath)).stem, "unit")
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
-    """Mark each test with its tier; keep each section's in-process grading cases together, in one worker
-    (``--dist loadgroup``), so that its notebook's process is started once (``tests/support/inprocess.py``)."""
+    """Mark each test with its tier; put the book tier last, and each section's in-process grading cases together."""
     for item in items:
         item.add_marker(getattr(pytest.mark, tier(item)))
     # The book tier last (a stable sort: each tier keeps its order), so that the smoke book, which its tests share,
     # is built in the background meanwhile instead of keeping a worker waiting.
     items.sort(key=lambda it: tier(it) == "book")
-    grading = [i for i, item in enumerate(items) if Path(str(item.fspath)).stem == "test_grading_answers"]
-    if not grading or not config.pluginmanager.hasplugin("xdist"):
-        return
-    order = {}
+    grading = [i for i, item in enumerate(items) if grading_group(item.nodeid)]
+    order: dict[str, int] = {}
     for i in grading:
-        slug = _slug_of(items[i])
-        order.setdefault(slug, len(order))
-        items[i].add_marker(pytest.mark.xdist_group(f"grading-{slug}"))
-    ordered = sorted((items[i] for i in grading), key=lambda it: order[_slug_of(it)])
+        order.setdefault(grading_group(items[i].nodeid), len(order))
+    ordered = sorted((items[i] for i in grading), key=lambda it: order[grading_group(it.nodeid)])
     for i, item in zip(grading, ordered):
         items[i] = item
+
+
+def grading_group(nodeid: str) -> str | None:
+    """``grading-<slug>`` for a case of ``tests/test_grading_answers.py`` (its id starts with the slug), else None."""
+    path, _, rest = nodeid.partition("::")
+    if not path.endswith("test_grading_answers.py") or "[" not in rest:
+        return None
+    return "grading-" + rest.split("[", 1)[1].split(":", 1)[0].rstrip("]")
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` (``make test``): each section's grading cases go to one worker, so that its notebook's
+    process starts once (``tests/support/inprocess.py``); every other test is its own unit, sent to whichever worker
+    is free. (pytest-xdist's own groups, ``xdist_group`` marks, do not reach its scheduler under pytest 9, whose node
+    ids it can no longer rewrite; this scheduler groups by node id instead.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SectionGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return grading_group(nodeid) or nodeid
+
+    return SectionGroups(config, log)
 
 
 _BACKGROUND: list = []

@@ -316,7 +316,28 @@ def test_paths_the_sandbox_shows_cannot_hold_the_course(tmp_path):
     with pytest.raises(sb.SandboxUnavailable, match="shows to student code"):
         sb.check_hidden([ROOT / "lib" / "course"])
     visible = sb.visible_paths()
-    assert ROOT not in visible and all(ROOT not in p.parents or p.name in ("lib", ".venv") for p in visible)
+    in_place = [p for p in visible if p not in sb.trained_paths()]  # bound where they are on the host
+    assert ROOT not in visible and all(ROOT not in p.parents or p.name in ("lib", ".venv") for p in in_place)
+
+
+def test_the_trained_weights_are_shown_at_one_fixed_place_whatever_their_host_folder(tmp_path, monkeypatch):
+    """The folder of trained weights may lie anywhere (the test suite keeps its own under the repository's _build/):
+    the sandbox binds it read-only at /opt/qkv-trained and tells the notebook so, never at its host path."""
+    weights = ROOT / "_build" / "test-cache" / "trained-probe"
+    weights.mkdir(parents=True, exist_ok=True)
+    try:
+        monkeypatch.setenv("QKV_TRAINED_DIR", str(weights))
+        assert sb.trained_paths() == [weights.resolve()]
+        args = sb.bwrap_args(sb.Limits(deadline=5, grace=5), 3)
+        binds = [tuple(args[i + 1 : i + 3]) for i, a in enumerate(args) if a == "--ro-bind"]
+        assert (str(weights.resolve()), sb.TRAINED_IN_SANDBOX) in binds
+        assert all(target != str(weights.resolve()) for _, target in binds), "bound at its host path too"
+        settings = [tuple(args[i + 1 : i + 3]) for i, a in enumerate(args) if a == "--setenv"]
+        assert ("QKV_TRAINED_DIR", sb.TRAINED_IN_SANDBOX) in settings
+        with pytest.raises(sb.SandboxUnavailable, match="shows to student code"):
+            sb.check_hidden([weights / "course"])  # a course inside the weights' folder would be readable
+    finally:
+        weights.rmdir()
 
 
 # ---------------------------------------------------------------- in a real sandbox
