@@ -1,8 +1,8 @@
-"""Execute the book's notebooks side by side before Jupyter Book reads them, so that a cold build uses every core.
+"""Execute the book's notebooks side by side before Jupyter Book reads them (``QKV_BOOK_JOBS``, for spare cores).
 
-Jupyter Book runs the notebooks one after another, and most of their cells use one core. :func:`prefill` runs
-them first, ``jobs`` at a time, each in a kernel of its own with one torch thread, and puts each executed notebook
-into Jupyter Book's execution cache exactly as Jupyter Book would have (read by myst-nb's reader, hashed by
+Jupyter Book runs the notebooks one after another. With ``QKV_BOOK_JOBS=N`` (:data:`JOBS_ENV`), :func:`prefill`
+runs them first, ``N`` at a time, each in a kernel of its own with its share of the cores, and puts each executed
+notebook into Jupyter Book's execution cache exactly as Jupyter Book would have (read by myst-nb's reader, hashed by
 jupyter-cache); Jupyter Book then finds them there ("Using cached notebook") and only renders. The models the
 notebooks train are cached under a lock (:mod:`qkv.trained`), so two notebooks that need one model train it once.
 
@@ -30,11 +30,18 @@ import yaml
 ALONE = ("book/attention-cost-lab",)
 #: Pages that train the longest models: started first, so that the rest fill the other cores meanwhile.
 LONGEST_FIRST = ("book/vision-transformer", "book/large-pretraining-transformers", "book/transformer")
-#: Set to a number of parallel notebooks (1: no pre-execution, Jupyter Book runs them all, as before).
+#: Set to a number of notebooks at once. The default, 1, leaves every notebook to Jupyter Book, one after another:
+#: on 2 cores that is faster, since the training cells already use both cores (torch's threads) and a second
+#: notebook only slows the longest one down (measured: benchmarks/results/book_build.md). Machines with more cores
+#: gain from ``QKV_BOOK_JOBS=2`` or more.
 JOBS_ENV = "QKV_BOOK_JOBS"
-#: What every kernel of the parallel phase gets beside the build's own environment: one thread each, so that
-#: ``jobs`` kernels share the cores instead of fighting over them.
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
+def thread_limits(jobs: int) -> dict[str, str]:
+    """The environment of each kernel of the parallel phase: the cores shared out between the ``jobs`` kernels, so
+    that they do not fight over them (torch reads ``OMP_NUM_THREADS`` when it starts)."""
+    threads = str(max(1, (os.cpu_count() or 1) // jobs))
+    return {"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads}
 
 
 def read(path: Path) -> nbformat.NotebookNode:
@@ -61,13 +68,13 @@ def _settings(src: Path) -> dict:
 
 
 def jobs_wanted() -> int:
-    """``$QKV_BOOK_JOBS``, else the number of cores."""
+    """``$QKV_BOOK_JOBS``, else 1 (see :data:`JOBS_ENV`)."""
     value = os.environ.get(JOBS_ENV, "").strip()
     if value:
         if not value.isdigit() or int(value) < 1:
             raise SystemExit(f"[book] {JOBS_ENV} must be a positive whole number of notebooks at once, not {value!r}")
         return int(value)
-    return os.cpu_count() or 1
+    return 1
 
 
 def pending(src: Path, cache_dir: Path, pages: list[str]) -> list[str]:
@@ -97,7 +104,7 @@ def prefill(src: Path, cache_dir: Path, pages: list[str], env: dict, jobs: int) 
     if jobs < 2 or not todo:
         return {}
     cache = get_cache(str(cache_dir))
-    env = env | ONE_THREAD
+    env = env | thread_limits(jobs)
     t0 = time.perf_counter()
     print(f"[book] executing {len(todo)} notebook(s), {jobs} at a time: {', '.join(todo)}", flush=True)
     done: dict[str, float | None] = {}

@@ -50,6 +50,7 @@ TIERS = {
         "test_jupyterlab_student",
         "test_new_section",  # its copy's book starts from this checkout's smoke book
         "test_public",  # the public tree: written, staged, installed, and its make book run
+        "test_book_build",  # Jupyter Book on a one-page book
     ),
 }
 _TIER_OF_FILE = {name: tier for tier, names in TIERS.items() for name in names}

@@ -88,10 +88,11 @@ def test_a_bad_job_count_is_refused_with_what_to_set(monkeypatch, value):
         execute.jobs_wanted()
 
 
-def test_the_job_count_defaults_to_the_cores(monkeypatch):
-    import os
-
+def test_one_notebook_at_a_time_unless_asked_and_the_cores_shared_out(monkeypatch):
     monkeypatch.delenv(execute.JOBS_ENV, raising=False)
-    assert execute.jobs_wanted() == (os.cpu_count() or 1)
+    assert execute.jobs_wanted() == 1
     monkeypatch.setenv(execute.JOBS_ENV, "3")
     assert execute.jobs_wanted() == 3
+    monkeypatch.setattr(execute.os, "cpu_count", lambda: 8)
+    assert execute.thread_limits(2)["OMP_NUM_THREADS"] == "4"
+    assert execute.thread_limits(16)["OMP_NUM_THREADS"] == "1"
