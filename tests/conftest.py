@@ -23,8 +23,9 @@ os.environ.setdefault("QKV_DATA_DIR", str(DEFAULT_DATA_DIR))
 os.environ.setdefault("QKV_OFFLINE", "1")
 os.environ.setdefault("QKV_TRAIN_SMOKE", "2")
 # The tests' caches (smoke weights, the few real ones a quality test trains) live in the build folder, never in the
-# user's ~/.cache/qkv; subprocesses (kernels, book builds, the grader) inherit it.
-os.environ.setdefault("QKV_CACHE_DIR", str(REPO / "_build" / "test-cache"))
+# user's ~/.cache/qkv or a weights folder the user named; subprocesses (kernels, book builds, the grader) inherit it.
+os.environ["QKV_CACHE_DIR"] = str(REPO / "_build" / "test-cache")
+os.environ.pop("QKV_TRAINED_DIR", None)
 
 #: The tiers of the suite, by test file (``make test-<tier>`` runs one; ``make test`` runs them all). A file not
 #: named here is ``unit``: the edit loop's tier, ``make test-fast``.
