@@ -26,13 +26,13 @@ from collections import OrderedDict
 
 from course.notebooks import ROOT
 from tests.support.outcome import Run, TestOutcome
-from tests.support.zygote import _receive, _send
+from tests.support.zygote import receive, send
 
 __all__ = ["Run", "TestOutcome", "run_section"]
 
-#: Sections whose processes a test worker keeps at once (tests/test_grading_answers.py runs a section's cases
+#: Sections whose processes a test worker keeps at once (tests/conftest.py sends a section's cases to one worker,
 #: together); each holds a snapshot per stub, mostly shared pages.
-KEEP = 3
+KEEP = 2
 #: The longest one request may take (a solved run of the lab, smoke training included, takes well under a minute).
 TIMEOUT_S = 900
 LOGS = ROOT / "_build" / "tests" / "inprocess"
@@ -62,9 +62,9 @@ class _Section:
         self.slug = slug
 
     def request(self, answers: dict, until: str | None) -> Run:
-        _send(self.to_child, (answers, until))
+        send(self.to_child, (answers, until))
         ready, _, _ = select.select([self.from_child], [], [], TIMEOUT_S)
-        reply = _receive(self.from_child) if ready else ("error", f"no reply within {TIMEOUT_S} s")
+        reply = receive(self.from_child) if ready else ("error", f"no reply within {TIMEOUT_S} s")
         if reply is None:
             reply = ("error", f"the process of {self.slug} died ({self.proc.poll()})")
         status, value = reply

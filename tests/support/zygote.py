@@ -110,7 +110,7 @@ class Notebook:
         return self.run
 
 
-def _send(fd: int, message) -> None:
+def send(fd: int, message) -> None:
     data = pickle.dumps(message)
     os.write(fd, len(data).to_bytes(8, "little"))
     view = memoryview(data)
@@ -118,15 +118,15 @@ def _send(fd: int, message) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _receive(fd: int):
+def receive(fd: int):
     """One pickled message from ``fd``, or None at end of file."""
-    head = _read_exactly(fd, 8)
+    head = read_exactly(fd, 8)
     if head is None:
         return None
-    return pickle.loads(_read_exactly(fd, int.from_bytes(head, "little")) or b"")
+    return pickle.loads(read_exactly(fd, int.from_bytes(head, "little")) or b"")
 
 
-def _read_exactly(fd: int, n: int) -> bytes | None:
+def read_exactly(fd: int, n: int) -> bytes | None:
     chunks, left = [], n
     while left:
         chunk = os.read(fd, min(left, 1 << 20))
@@ -150,11 +150,11 @@ def _answer_in_child(nb: Notebook, answers: dict, until: str | None, hidden: boo
         except BaseException:  # noqa: BLE001
             reply = ("error", traceback.format_exc())
         try:
-            _send(write_fd, reply)
+            send(write_fd, reply)
         finally:
             os._exit(0)
     os.close(write_fd)
-    reply = _receive(read_fd)
+    reply = receive(read_fd)
     os.close(read_fd)
     _, status = os.waitpid(pid, 0)
     if reply is None:
@@ -249,7 +249,7 @@ def main(argv: list[str]) -> None:
         startup = traceback.format_exc()
         zygote = None
     while True:
-        request = _receive(read_fd)
+        request = receive(read_fd)
         if request is None:
             os._exit(0)
         if zygote is None:
@@ -259,7 +259,7 @@ def main(argv: list[str]) -> None:
                 reply = zygote.handle(*request)
             except BaseException:  # noqa: BLE001
                 reply = ("error", traceback.format_exc())
-        _send(write_fd, reply)
+        send(write_fd, reply)
 
 
 if __name__ == "__main__":
