@@ -34,6 +34,14 @@ mutant; :func:`mutated_cell` gives the whole cell a student with that mistake
 would hand in (what ``tests.support.inprocess.run_section(answers=...)`` and
 the grading corpus take). ``tests/test_grading_answers.py`` proves that the
 hidden tests reject every one.
+
+Variants are the positive counterpart: correct answers written differently from
+the reference (a loop over time steps, ``einsum``, another masking constant that
+gives the same weights), in ``autograder/sections/<module>/variants.toml``
+(:attr:`course.section.Section.variants`), in the same format with ``correct``
+(why the answer is still right) in place of ``mistake``. :func:`load_variants`
+reads them; ``tests/test_grading_answers.py`` proves that every one keeps full
+points, so that a test made stricter never rejects a right answer.
 """
 
 from __future__ import annotations
@@ -55,6 +63,31 @@ KEYS = {
     "replace": "text of the solved cell to replace (with `by`), when there is one edit",
     "by": "what replaces `replace`",
     "edits": "a list of { replace = ..., by = ... } tables, applied in order, when there are several edits",
+    "class": "the kind of mistake, one of CLASSES (optional): what the hidden test's Classes block counts",
+}
+
+#: The kinds of mistake a hidden test must separate (issue 26; ``../shared/STYLE.md``, lesson 15), and what each
+#: means. A hidden test file's ``# Classes:`` block says, for each, which check catches it or why none applies
+#: (``tests/test_hidden_contracts.py``); a class it checks has at least one mutant of that class.
+CLASSES = {
+    "value": "a wrong result on ordinary input (a formula, an axis, an off-by-one)",
+    "dtype": "a dtype the contract names is lost (float64, float16, bfloat16 in, or the default dtype)",
+    "device": "a tensor made on the wrong device (the 'meta' device serves as a second device)",
+    "pass-through": "an argument the stub receives is ignored or replaced by a default",
+    "state": "state that leaks from one call to the next, or a given object modified",
+    "gradient": "no gradient, or the wrong one, where the output is trained through",
+    "type": "the wrong type returned or accepted (a 0-d tensor for a float, a float for an int)",
+    "edge": "an edge case the docstring names (empty, one element, none fits, masked out)",
+    "symmetry": "a mistake that test data too symmetric could not see (k - q for q - k, a transpose)",
+    "memory": "a memory or cost contract broken while the value stays right",
+}
+#: The keys a variant may have: a mutant's, with ``correct`` in place of ``mistake``.
+VARIANT_KEYS = {
+    "correct" if k == "mistake" else k: (
+        "how it differs from the reference, and why it is still right, in a sentence or two" if k == "mistake" else v
+    )
+    for k, v in KEYS.items()
+    if k != "class"
 }
 EDIT_KEYS = ("replace", "by")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -74,19 +107,22 @@ class Edit:
 
 @dataclass(frozen=True)
 class Mutant:
-    """One known-wrong answer to stub ``grade_id``: the solved cell with ``edits`` applied."""
+    """One known-wrong answer to stub ``grade_id``: the solved cell with ``edits`` applied. (A variant, a
+    known-right answer, is the same record; its ``mistake`` holds the variant's ``correct`` text.)"""
 
     grade_id: str
     name: str
     mistake: str
     edits: tuple[Edit, ...]
     path: Path | None = field(default=None, compare=False)  # the mutants file, for error messages
+    kind: str = field(default="mutant", compare=False)  # "mutant" (must fail) or "variant" (must pass)
+    klass: str | None = None  # one of CLASSES: the kind of mistake (the TOML key `class`)
 
     @property
     def label(self) -> str:
         """Where the mutant is written down: ``FILE [[grade_id]] name``."""
         where = f"{self.path}: " if self.path else ""
-        return f"{where}mutant [[{self.grade_id}]] {self.name!r}"
+        return f"{where}{self.kind} [[{self.grade_id}]] {self.name!r}"
 
     def apply(self, solved: str) -> str:
         """The solved cell ``solved`` with this mutant's edits applied, checked: every ``replace`` found
@@ -109,7 +145,8 @@ class Mutant:
                 )
             text = text.replace(edit.replace, edit.by)
         if text == solved:
-            raise MutantError(f"{self.label}: its edits leave the solution unchanged, so it models no mistake")
+            what = "no mistake" if self.kind == "mutant" else "no other way of writing it"
+            raise MutantError(f"{self.label}: its edits leave the solution unchanged, so it models {what}")
         try:
             compile(text, f"<{self.label}>", "exec")
         except SyntaxError as err:
@@ -140,19 +177,24 @@ def _parse_edit(raw, where: str) -> Edit:
     return Edit(raw["replace"], raw["by"])
 
 
-def _parse_mutant(grade_id: str, raw, index: int, path: Path) -> Mutant:
+def _parse_mutant(grade_id: str, raw, index: int, path: Path, kind: str = "mutant") -> Mutant:
+    keys, says = (KEYS, "mistake") if kind == "mutant" else (VARIANT_KEYS, "correct")
     where = f"{path}: [[{grade_id}]] entry {index}"
     if not isinstance(raw, dict):
         raise MutantError(f"{where} must be a table (write [[{grade_id}]] then its keys)")
     if isinstance(raw.get("name"), str):
-        where = f"{path}: mutant [[{grade_id}]] {raw['name']!r}"
-    unknown = sorted(set(raw) - set(KEYS))
+        where = f"{path}: {kind} [[{grade_id}]] {raw['name']!r}"
+    unknown = sorted(set(raw) - set(keys))
     if unknown:
-        known = "\n".join(f"  {k}: {v}" for k, v in KEYS.items())
-        raise MutantError(f"{where}: unknown key(s) {', '.join(unknown)}; a mutant has:\n{known}")
-    for key in ("name", "mistake"):
+        known = "\n".join(f"  {k}: {v}" for k, v in keys.items())
+        raise MutantError(f"{where}: unknown key(s) {', '.join(unknown)}; a {kind} has:\n{known}")
+    for key in ("name", says):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
-            raise MutantError(f"{where}: {key} is missing or empty ({KEYS[key]})")
+            raise MutantError(f"{where}: {key} is missing or empty ({keys[key]})")
+    klass = raw.get("class")
+    if klass is not None and klass not in CLASSES:
+        known = "\n".join(f"  {k}: {v}" for k, v in CLASSES.items())
+        raise MutantError(f"{where}: class = {klass!r} is not one of the classes of mistake:\n{known}")
     if not _NAME.fullmatch(raw["name"]):
         raise MutantError(f"{where}: name must be letters, digits and _ (it names tests and students)")
     single = [k for k in EDIT_KEYS if k in raw]
@@ -166,7 +208,7 @@ def _parse_mutant(grade_id: str, raw, index: int, path: Path) -> Mutant:
         edits = (_parse_edit({k: raw[k] for k in EDIT_KEYS}, where),)
     else:
         raise MutantError(f"{where}: say what to change, with replace and by (or edits, for several edits)")
-    return Mutant(grade_id, raw["name"], raw["mistake"].strip(), edits, path)
+    return Mutant(grade_id, raw["name"], raw[says].strip(), edits, path, kind, klass)
 
 
 @functools.lru_cache(maxsize=16)
@@ -185,9 +227,19 @@ def load(section: Section | str) -> list[Mutant]:
     the section's stubs, a name unique within its stub. (Whether each edit applies is checked by
     :meth:`Mutant.apply`, which needs the solved cell.)"""
     sec = assemble.as_section(section)
-    path = sec.mutants
-    if not path.exists():
-        raise MutantError(f"{sec.slug} has no mutants file {path}: write one (see autograder/mutants.py)")
+    if not sec.mutants.exists():
+        raise MutantError(f"{sec.slug} has no mutants file {sec.mutants}: write one (see autograder/mutants.py)")
+    return _load(sec, sec.mutants, "mutant")
+
+
+def load_variants(section: Section | str) -> list[Mutant]:
+    """Every variant (correct answer written differently) of a section, checked as :func:`load` checks
+    mutants; none when the section has no ``variants.toml``."""
+    sec = assemble.as_section(section)
+    return _load(sec, sec.variants, "variant") if sec.variants.exists() else []
+
+
+def _load(sec: Section, path: Path, kind: str) -> list[Mutant]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
@@ -198,12 +250,12 @@ def load(section: Section | str) -> list[Mutant]:
         if grade_id not in stubs:
             raise MutantError(f"{path}: [[{grade_id}]] is not a stub of {sec.slug}; its stubs are: {', '.join(stubs)}")
         if not isinstance(entries, list):
-            raise MutantError(f"{path}: write each mutant of {grade_id} as an array entry, [[{grade_id}]]")
+            raise MutantError(f"{path}: write each {kind} of {grade_id} as an array entry, [[{grade_id}]]")
         seen: set[str] = set()
         for index, raw in enumerate(entries, 1):
-            mutant = _parse_mutant(grade_id, raw, index, path)
+            mutant = _parse_mutant(grade_id, raw, index, path, kind)
             if mutant.name in seen:
-                raise MutantError(f"{path}: two mutants of [[{grade_id}]] are named {mutant.name!r}; rename one")
+                raise MutantError(f"{path}: two {kind}s of [[{grade_id}]] are named {mutant.name!r}; rename one")
             seen.add(mutant.name)
             out.append(mutant)
     return out

@@ -16,6 +16,7 @@ answers             ``solutions/<module>.py``                        no
 hidden tests        ``autograder/sections/<module>/test_<gid>.py``   no
 shared helpers      ``autograder/sections/<module>/_common.py``      no
 mutants             ``autograder/sections/<module>/mutants.toml``    no
+variants            ``autograder/sections/<module>/variants.toml``   no
 rubrics             ``autograder/sections/<module>/rubric.toml``     no
 grading limits      the notebook's front matter, ``grading:``        yes
 ==================  ===============================================  =========
@@ -106,6 +107,11 @@ class Section:
     def mutants(self) -> Path:
         """Known-wrong answers, as named edits of the solutions (``autograder.mutants``)."""
         return self.grading_dir / "mutants.toml"
+
+    @property
+    def variants(self) -> Path:
+        """Known-right answers written differently from the solutions, as named edits (``autograder.mutants``)."""
+        return self.grading_dir / "variants.toml"
 
     @property
     def rubric(self) -> Path:

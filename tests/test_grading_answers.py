@@ -25,6 +25,12 @@ def _mutants():
             yield pytest.param(sec.slug, mutant, id=f"{sec.slug}:{mutant.grade_id}:{mutant.name}")
 
 
+def _variants():
+    for sec in sections():
+        for variant in mutants.load_variants(sec):
+            yield pytest.param(sec.slug, variant, id=f"{sec.slug}:{variant.grade_id}:{variant.name}")
+
+
 STUBS = [pytest.param(slug, grade, id=f"{slug}:{grade}") for slug, grade in _stubs()]
 
 
@@ -64,3 +70,18 @@ def test_mutant_fails_hidden_tests(slug, mutant):
     outcome = run.tests[f"test_{mutant.grade_id}"]
     assert outcome.hidden_ran
     assert not outcome.hidden_passed, f"{mutant.label} ({mutant.mistake}) passes the hidden tests"
+
+
+@pytest.mark.parametrize("slug,variant", list(_variants()))
+def test_correct_variant_keeps_full_points(slug, variant):
+    """A right answer written differently from the reference (``variants.toml``) passes the visible and the
+    hidden tests: the tests check the contract, not the reference's way of meeting it."""
+    assert variant.mistake.strip(), f"{variant.label} should say why it is still correct"
+    solved = mutants.solved_cell(slug, variant.grade_id)
+    cell = variant.apply(solved)
+    assert cell != solved
+    run = run_section(slug, answers={variant.grade_id: cell}, until=f"test_{variant.grade_id}")
+    outcome = run.tests[f"test_{variant.grade_id}"]
+    assert outcome.visible_passed, f"{variant.label} fails the visible test:\n{outcome.visible_error}"
+    assert outcome.hidden_ran
+    assert outcome.hidden_passed, f"{variant.label} ({variant.mistake}) fails the hidden tests:\n{outcome.hidden_error}"
