@@ -79,7 +79,8 @@ CLASSES = {
     "type": "the wrong type returned or accepted (a 0-d tensor for a float, a float for an int)",
     "edge": "an edge case the docstring names (empty, one element, none fits, masked out)",
     "symmetry": "a mistake that test data too symmetric could not see (k - q for q - k, a transpose)",
-    "memory": "a memory or cost contract broken while the value stays right",
+    "train-eval": "dropout or another training-only behaviour missing, present in eval, or a mode not restored",
+    "efficiency": "a memory or time contract broken while the value stays right (O(n^2) where O(n) is promised)",
 }
 #: The keys a variant may have: a mutant's, with ``correct`` in place of ``mistake``.
 VARIANT_KEYS = {
