@@ -26,6 +26,11 @@ os.environ.setdefault("QKV_TRAIN_SMOKE", "2")
 # user's ~/.cache/qkv or a weights folder the user named; subprocesses (kernels, book builds, the grader) inherit it.
 os.environ["QKV_CACHE_DIR"] = str(REPO / "_build" / "test-cache")
 os.environ.pop("QKV_TRAINED_DIR", None)
+# One thread per process, subprocesses included (nbval's kernels, the background book's kernel, a copy's pytest):
+# the suite runs two workers and the book on two cores, and torch's default of one thread per core in each made
+# them fight (nbval's kernels took twice as long beside a busy worker). The workers themselves: _one_torch_thread.
+for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_name] = "1"
 
 #: The tiers of the suite, by test file (``make test-<tier>`` runs one; ``make test`` runs them all). A file not
 #: named here is ``unit``: the edit loop's tier, ``make test-fast``.
