@@ -2,12 +2,25 @@
 # queries and weights given directly (any rows that sum to 1, one-hot rows among them). References: the closed form
 # of eq-query-gradient by explicit loops over nested lists, and torch.autograd's derivative of attention pooling.
 # Contract: the page's sentences each check relies on.
-#   "tensor of shape (Q, d, d) and the dtype of the keys" -> shape (4, 3, 3); float64, to 1e-10
+#   "tensor of shape (Q, d, d), in the dtype and on the device of the keys," -> shape (4, 3, 3); float64 to 1e-10;
+#     CPU result with 'meta' as the default device
 #   "beta * (sum_j weights[i, j] k_j k_j^T - m_i m_i^T)" -> the closed form by loops, beta 1, 0.3 and 4
 #   "with m_i = sum_j weights[i, j] k_j the output of query i." -> the same checks
 #   "The derivative of attention pooling's output with respect to each query" -> against torch.autograd
 #   "def query_jacobian(weights, keys, beta=1.0):" -> the default beta
 #   "row i holds query i's weights (each row sums to 1)" -> weights given directly: one-hot, uniform, one query
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> the closed form by loops and autograd (the mean's outer product added, or of the unweighted mean)
+#   dtype -> float64 to 1e-10 (second moments accumulated in float32)
+#   device -> CPU inputs with 'meta' as the default device: a buffer made without device= lands on 'meta'
+#   pass-through -> beta 0.3 and 4 given, and the default 1 (the factor beta forgotten)
+#   state -> n/a: the weights and keys are only read; every in-place step of an answer acts on a tensor it made
+#   gradient -> n/a: the result is itself a derivative, compared with autograd's; nothing is trained through it
+#   type -> n/a: one tensor comes back, and check_close accepts exactly a torch.Tensor; beta is a Python number
+#   edge -> one-hot rows (derivative exactly 0), a uniform row, and a single query, (1, d, d) (a .squeeze())
+#   symmetry -> n/a: each (d, d) entry is symmetric by construction; Q = 4, K = 6, d = 3 differ: a transpose fails
+#   train-eval -> n/a: a function without a module, dropout or mode
+#   efficiency -> n/a: the contract promises no time or memory bound (the (Q, d, d) result is the largest tensor)
 _T = checks.trusted
 _g = _T.Generator().manual_seed(1104)
 _k = _T.randn(6, 3, generator=_g, dtype=_T.float64)  # (K, d)
@@ -95,4 +108,15 @@ checks.check_close(
     atol=1e-10,
     rtol=0,
     hint=_hint,
+)
+# Devices: every tensor the answer makes must be on the keys' device (_common.py: _device_probe).
+_err = _device_probe(
+    lambda: query_jacobian(_rows, _k, beta=2.0),
+    lambda: query_jacobian(_rows.to("meta"), _k.to("meta"), beta=2.0),
+    "query_jacobian",
+)
+checks.check_true(
+    _err is None,
+    f"the derivatives are made on the keys' device (hidden): {_err}",
+    hint="make every new tensor on the keys' device: torch.zeros(..., dtype=keys.dtype, device=keys.device)",
 )
