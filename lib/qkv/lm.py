@@ -28,6 +28,7 @@ from torch.nn import functional as F
 
 from qkv.data.timemachine import load_corpus
 from qkv.pretraining import DecoderOnlyLM, GPTConfig
+from qkv.training import evaluating
 
 __all__ = [
     "CharLMData",
@@ -176,18 +177,16 @@ def gru_hiddens_for(target: int, vocab_size: int, num_embed: int = 64) -> int:
     return min(range(1, 2048), key=lambda h: abs(size(h) - target))
 
 
-@torch.no_grad()
 def perplexity(model: nn.Module, data: CharLMData) -> float:
-    """exp of the mean cross-entropy over every held-out character (D2L 9.3.2), the model in eval mode."""
-    was_training = model.training
-    model.eval()
+    """exp of the mean cross-entropy over every held-out character (D2L 9.3.2), the model in eval mode (its own
+    mode given back)."""
     total, count = 0.0, 0
-    for X, Y in data.val_dataloader():
-        logits = model(X)  # (B, T, V)
-        V = logits.shape[-1]
-        total += F.cross_entropy(logits.reshape(-1, V).double(), Y.reshape(-1), reduction="sum").item()
-        count += Y.numel()
-    model.train(was_training)
+    with evaluating(model):
+        for X, Y in data.val_dataloader():
+            logits = model(X)  # (B, T, V)
+            V = logits.shape[-1]
+            total += F.cross_entropy(logits.reshape(-1, V).double(), Y.reshape(-1), reduction="sum").item()
+            count += Y.numel()
     return math.exp(total / count)
 
 

@@ -33,6 +33,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from qkv.multihead import MultiHeadAttention
+from qkv.training import evaluating
 
 __all__ = [
     "bidirectional_mask",
@@ -312,7 +313,6 @@ class DecoderOnlyLM(nn.Module):
         ]
         return torch.optim.AdamW(groups, lr=self.config.lr)
 
-    @torch.no_grad()
     def generate(
         self,
         prompt_ids: torch.Tensor,
@@ -343,9 +343,7 @@ class DecoderOnlyLM(nn.Module):
         if ids.dim() != 2 or ids.shape[1] == 0:
             raise ValueError(f"prompt_ids must be (T,) or (B, T) with T >= 1, got shape {tuple(prompt_ids.shape)}")
         ids = ids.to(self.head.weight.device)
-        was_training = self.training
-        self.eval()
-        try:
+        with evaluating(self):  # no dropout; every part's mode given back after
             for _ in range(max_new_tokens):
                 logits = self(ids[:, -self.config.max_len :])[:, -1, :]  # (B, T, V) -> (B, V)
                 if greedy or temperature == 0:
@@ -358,6 +356,4 @@ class DecoderOnlyLM(nn.Module):
                     probs = F.softmax(logits, dim=-1)  # (B, V)
                     next_id = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
                 ids = torch.cat((ids, next_id), dim=1)  # (B, T) ++ (B, 1) -> (B, T + 1)
-        finally:
-            self.train(was_training)
         return ids[0] if unbatched else ids

@@ -14,6 +14,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from qkv.training import evaluating
+
 __all__ = ["Encoder", "Decoder", "EncoderDecoder", "Seq2Seq", "init_seq2seq"]
 
 
@@ -53,18 +55,15 @@ class EncoderDecoder(nn.Module):
         dec_state = self.decoder.init_state(enc_all_outputs, *args)
         return self.decoder(dec_X, dec_state)[0]
 
-    @torch.no_grad()
     def predict_step(self, batch, device, num_steps: int, save_attention_weights: bool = False):
-        """Greedy decoding of ``num_steps`` tokens (D2L 10.7.7).
+        """Greedy decoding of ``num_steps`` tokens (D2L 10.7.7), in eval mode (the model's mode given back after).
 
         ``batch`` is ``(src, tgt, src_valid_len, label)`` as the MT data yields it;
         only the first column of ``tgt`` (``<bos>``) is used. Returns the
         predicted token ids (B, num_steps) and, if asked, a list with the
         decoder's attention weights after each step.
         """
-        was_training = self.training
-        self.eval()
-        try:
+        with evaluating(self):
             src, tgt, src_valid_len, _ = (a.to(device) for a in batch)
             enc_all_outputs = self.encoder(src, src_valid_len)
             dec_state = self.decoder.init_state(enc_all_outputs, src_valid_len)
@@ -75,8 +74,6 @@ class EncoderDecoder(nn.Module):
                 if save_attention_weights:
                     attention_weights.append(self.decoder.attention_weights)
             return torch.cat(tokens[1:], dim=1), attention_weights  # (B, num_steps)
-        finally:
-            self.train(was_training)
 
 
 def init_seq2seq(module: nn.Module) -> None:

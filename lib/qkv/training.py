@@ -6,7 +6,9 @@ batch ``(*inputs, Y)`` from ``data.train_dataloader()`` it computes
 optionally clips the gradient's global norm (D2L 9.5.3) and steps the
 optimiser; after each epoch it measures the loss on ``data.val_dataloader()``
 without gradients, in evaluation mode. The per-epoch losses are kept in
-``trainer.history`` and drawn by ``trainer.plot()``.
+``trainer.history`` and drawn by ``trainer.plot()``. :func:`evaluating` is that
+evaluation mode as a ``with`` block, for every ``qkv`` function that evaluates,
+generates or decodes: it gives the model back the mode it had.
 
 Unlike D2L's trainer it does not need the model to subclass a course base
 class: any ``nn.Module`` works, with ``loss`` and ``configure_optimizers``
@@ -15,6 +17,7 @@ optional (cross-entropy over the last axis, and Adam or SGD with ``lr``).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import time
@@ -26,7 +29,7 @@ from torch.nn import functional as F
 from torch.nn.parameter import is_lazy
 from tqdm.auto import tqdm
 
-__all__ = ["resolve_device", "clip_gradients", "Trainer"]
+__all__ = ["resolve_device", "clip_gradients", "evaluating", "Trainer"]
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}
 
@@ -60,6 +63,24 @@ def clip_gradients(grad_clip_val: float, model: nn.Module) -> torch.Tensor:
     for g in grads:
         g.mul_(scale.to(g.device))
     return norm
+
+
+@contextlib.contextmanager
+def evaluating(model: nn.Module):
+    """``with evaluating(model):`` runs the block in evaluation mode (no dropout) without gradients, then gives
+    every submodule back the mode it had, also when the block raises (D2L 3.2.4).
+
+    Each part gets its own mode back: a model that trains with one part held in evaluation mode (a frozen part)
+    keeps it so, which ``model.train(was_training)`` would not.
+    """
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield model
+    finally:
+        for m, training in modes:
+            m.training = training
 
 
 def _batch_size(Y) -> int:
@@ -194,16 +215,13 @@ class Trainer:
         """Mean loss per example over ``loader`` in eval mode without gradients; NaN if there is no data."""
         if loader is None:
             return math.nan
-        was_training = model.training
-        model.eval()
         total, count = torch.zeros((), device=self.device), 0
-        with torch.no_grad():
+        with evaluating(model):
             for batch in loader:
                 batch = self.prepare_batch(batch)
                 n = _batch_size(batch[-1])
                 total += self.compute_loss(model, batch) * n
                 count += n
-        model.train(was_training)
         return float(total) / count if count else math.nan
 
     def fit(self, model: nn.Module, data) -> dict[str, list]:

@@ -21,7 +21,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from qkv.multihead import MultiHeadAttention
-from qkv.training import Trainer
+from qkv.training import Trainer, evaluating
 
 __all__ = [
     "PatchEmbedding",
@@ -558,17 +558,14 @@ class RecipeTrainer(Trainer):
     def evaluate(self, model: nn.Module, loader) -> float:
         if loader is None:
             return math.nan
-        was_training = model.training
-        model.eval()
         loss, correct, count = 0.0, 0, 0
-        with torch.no_grad():
+        with evaluating(model):
             for X, Y in loader:
                 X, Y = X.to(self.device), Y.to(self.device)
                 Y_hat = self.logits(model, X)  # (B, num_classes)
                 loss += float(F.cross_entropy(Y_hat, Y, reduction="sum"))
                 correct += int((Y_hat.argmax(-1) == Y).sum())
                 count += Y.shape[0]
-        model.train(was_training)
         self.history.setdefault("val_acc", []).append(correct / count)
         return loss / count
 

@@ -24,6 +24,7 @@ from torch.nn import functional as F
 from qkv.figures._draw import arrow, box, canvas
 from qkv.multihead import MultiHeadAttention
 from qkv.trained import Fitted
+from qkv.training import evaluating
 
 __all__ = [
     "OFFSETS",
@@ -157,8 +158,9 @@ def _evaluation_batch(task: OffsetTask, size: int = EVALUATION_SIZE):
 
 
 def head_weights(model: OffsetReader, X: torch.Tensor) -> torch.Tensor:
-    """Each head's attention weights on the sequences ``X`` (B, T): (B, H, T, T), queries down, keys across."""
-    with torch.no_grad():
+    """Each head's attention weights on the sequences ``X`` (B, T): (B, H, T, T), queries down, keys across (the
+    model run in eval mode, its mode given back after)."""
+    with evaluating(model):
         model(X)
     W = model.attention.attention.attention_weights  # (B * H, T, T)
     return W.reshape(X.shape[0], -1, X.shape[1], X.shape[1])  # (B * H, T, T) -> (B, H, T, T)
@@ -181,10 +183,11 @@ def head_offsets(model: OffsetReader, task: OffsetTask = OffsetTask()) -> list[t
 
 def head_importance(model: OffsetReader, task: OffsetTask = OffsetTask()) -> tuple[float, list[float]]:
     """The evaluation loss of the whole model, and the loss with each head masked in turn (its output set to
-    zero before the output projection W_o, which is how a pruned head would leave the layer)."""
+    zero before the output projection W_o, which is how a pruned head would leave the layer); in eval mode, the
+    model's mode given back after."""
     X, Y = _evaluation_batch(task)
     h = task.num_hiddens // task.num_heads
-    with torch.no_grad():
+    with evaluating(model):
         base = float(offset_loss(model, X, Y))
         masked = []
         for j in range(task.num_heads):

@@ -18,6 +18,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from qkv.figures._draw import arrow, box, canvas
+from qkv.training import evaluating
 from qkv.transformer import TransformerDecoder
 
 __all__ = [
@@ -79,24 +80,25 @@ def glance():
     return fig
 
 
-@torch.no_grad()
 def decode_token_by_token(decoder: TransformerDecoder, enc_outputs, tokens, d2l_positions: bool = False):
-    """Logits (B, T, V) of ``decoder`` fed ``tokens`` (B, T) one at a time, with its key/value cache (D2L 11.7.5).
+    """Logits (B, T, V) of ``decoder`` fed ``tokens`` (B, T) one at a time, with its key/value cache (D2L 11.7.5),
+    in eval mode (the decoder's mode given back after).
 
     With ``d2l_positions`` every token gets the positional encoding of position 0, as D2L's decoder gives it when
     tokens arrive one at a time; otherwise the decoder's own rule, the number of tokens already cached.
     """
     state, steps = decoder.init_state(enc_outputs), []
-    for t in range(tokens.shape[1]):
-        if d2l_positions:
-            X = decoder.embedding(tokens[:, t : t + 1]) * math.sqrt(decoder.num_hiddens)  # (B, 1, N)
-            X = decoder.pos_encoding(X, 0)  # + P[0], whatever t is
-            for blk in decoder.blks:
-                X, state = blk(X, state)  # (B, 1, N)
-            steps.append(decoder.dense(X))  # (B, 1, V)
-        else:
-            logits, state = decoder(tokens[:, t : t + 1], state)  # (B, 1, V)
-            steps.append(logits)
+    with evaluating(decoder):
+        for t in range(tokens.shape[1]):
+            if d2l_positions:
+                X = decoder.embedding(tokens[:, t : t + 1]) * math.sqrt(decoder.num_hiddens)  # (B, 1, N)
+                X = decoder.pos_encoding(X, 0)  # + P[0], whatever t is
+                for blk in decoder.blks:
+                    X, state = blk(X, state)  # (B, 1, N)
+                steps.append(decoder.dense(X))  # (B, 1, V)
+            else:
+                logits, state = decoder(tokens[:, t : t + 1], state)  # (B, 1, V)
+                steps.append(logits)
     return torch.cat(steps, dim=1)  # (B, T, V)
 
 
@@ -200,7 +202,9 @@ def decode_with_attention(model, data, sentence: str, num_steps: int | None = No
     num_steps = num_steps or data.num_steps
     ((translation, steps),) = translate(model, data, [sentence], num_steps=num_steps)
     src, _, src_valid_len, _ = data.build([sentence], [sentence])
-    model.encoder(src, src_valid_len)  # refreshes encoder.attention_weights for this one sentence
+    device = next(model.parameters()).device
+    with evaluating(model):  # as the translation ran: no dropout in the weights
+        model.encoder(src.to(device), src_valid_len.to(device))  # sets encoder.attention_weights for this sentence
     L = len(model.encoder.attention_weights)
     H = model.encoder.blks[0].attention.num_heads
     enc = torch.stack([w.reshape(H, *w.shape[-2:]) for w in model.encoder.attention_weights])  # (L, H, T, T)

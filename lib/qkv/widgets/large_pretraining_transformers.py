@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from qkv.lm import next_token_distribution
+from qkv.training import evaluating
 from qkv.widgets import ipywidgets_or_none, positive_int, static_figure
 
 __all__ = ["next_char_logits", "sampling_explorer", "sampling_grid"]
@@ -19,17 +20,14 @@ TEMPERATURES = (0.5, 1.0, 2.0)
 TOP_KS = (None, 3)
 
 
-@torch.no_grad()
 def next_char_logits(model, data, prompt: str) -> torch.Tensor:
-    """The model's logits (V,) for the character after ``prompt`` (its last ``max_len`` characters)."""
+    """The model's logits (V,) for the character after ``prompt`` (its last ``max_len`` characters), in eval mode
+    (the model's mode given back after)."""
     if not isinstance(prompt, str) or not prompt:
         raise ValueError(f"prompt must be a non-empty string, got {prompt!r}")
     ids = data.encode(prompt)[-model.config.max_len :]  # (T,)
-    was_training = model.training
-    model.eval()
-    logits = model(ids[None])[0, -1]  # (1, T) -> (1, T, V) -> (V,)
-    model.train(was_training)
-    return logits
+    with evaluating(model):
+        return model(ids[None])[0, -1]  # (1, T) -> (1, T, V) -> (V,)
 
 
 def _draw(ax, probs, labels, title, top=8):
