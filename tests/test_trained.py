@@ -6,6 +6,7 @@ import os
 import stat
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -43,10 +44,10 @@ def _build(config=None):
     return lambda: _Regressor(nn.Linear(3, config.hidden), nn.Tanh(), nn.Linear(config.hidden, 1))
 
 
-def _fit(data=None, config=None, epochs=2, seed=0, log=None):
+def _fit(data=None, config=None, epochs=2, seed=0, log=None, lr=0.05, optimizer="sgd", clip=0.0):
     config = config or _Config()
     messages = [] if log is None else log
-    trainer = Trainer(epochs, seed=seed, device="cpu", optimizer="sgd", lr=0.05, progress=False)
+    trainer = Trainer(epochs, clip, seed=seed, device="cpu", optimizer=optimizer, lr=lr, progress=False)
     fitted = trained.fit_or_load("toy", _build(config), data or _Data(), trainer, config=config, log=messages.append)
     return fitted, messages
 
@@ -80,13 +81,35 @@ def test_same_key_loads_identical_weights_without_training():
     assert not _same_weights(_build()(), second.model)
 
 
-def test_trained_weights_equal_an_uncached_run():
-    """The cache does not change what is trained: a plain seeded fit gives the same weights."""
-    fitted, _ = _fit()
-    torch.manual_seed(0)
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_trained_weights_equal_an_uncached_run(seed):
+    """The cache does not change what is trained: a plain fit seeded with the trainer's seed gives the same weights."""
+    fitted, _ = _fit(seed=seed)
+    torch.manual_seed(seed)
     model = _build()()
-    Trainer(2, seed=0, device="cpu", optimizer="sgd", lr=0.05, progress=False).fit(model, _Data())
+    Trainer(2, seed=seed, device="cpu", optimizer="sgd", lr=0.05, progress=False).fit(model, _Data())
     assert _same_weights(model, fitted.model)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_the_model_is_built_after_seeding_with_the_trainers_seed(seed):
+    """build() is called after torch.manual_seed(trainer.seed): its initial weights are those of
+    ``torch.manual_seed(seed); build()``, and another seed's differ."""
+    initial = []
+
+    def build():
+        model = _build()()
+        initial.append({k: v.clone() for k, v in model.state_dict().items()})
+        return model
+
+    trainer = Trainer(2, seed=seed, device="cpu", optimizer="sgd", lr=0.05, progress=False)
+    trained.fit_or_load("toy", build, _Data(), trainer, config=_Config(), log=lambda m: None)
+    torch.manual_seed(seed)
+    expected = _build()().state_dict()
+    torch.manual_seed(seed + 1)
+    other = _build()().state_dict()
+    assert all(torch.equal(initial[0][k], expected[k]) for k in expected), "not built after manual_seed(trainer.seed)"
+    assert not all(torch.equal(initial[0][k], other[k]) for k in other)
 
 
 @pytest.mark.parametrize(
@@ -97,8 +120,11 @@ def test_trained_weights_equal_an_uncached_run():
         {"config": _Config(hidden=5)},
         {"data": _Data(shift=1.0)},
         {"data": _Data(batch_size=4)},
+        {"lr": 0.1},
+        {"optimizer": "adam"},
+        {"clip": 1.0},
     ],
-    ids=["epochs", "seed", "config", "data-content", "batch-size"],
+    ids=["epochs", "seed", "config", "data-content", "batch-size", "lr", "optimizer", "clipping"],
 )
 def test_a_changed_key_trains_again(change):
     base, _ = _fit()
@@ -152,6 +178,171 @@ def test_damaged_file_is_detected_and_retrained(damage):
     assert "damaged" in log[0]
     assert _same_weights(first.model, again.model)
     assert not _fit()[0].trained  # and the repaired file loads
+
+
+def _changed(value):
+    """Another value of the same kind, for a key field."""
+    if isinstance(value, dict):
+        return {**value, "another": 1}
+    if isinstance(value, list):
+        return [*value, "qkv.another"]
+    if isinstance(value, int | float):
+        return 2 * value + 1
+    return f"{value}-another"
+
+
+#: Every field of the key (and some of their parts), each changed in turn by test_loading_compares_the_whole_key.
+KEY_FIELDS = ["format", "name", "config", "config.hidden", "trainer", "trainer.max_epochs", "trainer.lr",
+              "trainer.seed", "data", "torch", "modules", "source"]  # fmt: skip
+
+
+@pytest.mark.parametrize("field", KEY_FIELDS)
+def test_loading_compares_the_whole_key(field):
+    """A file at the expected path, whole (its checksum valid), but whose key differs in any field from this
+    setting's (another config, trainer, data, source...) is trained again, not loaded."""
+    first, _ = _fit()
+    payload = torch.load(first.path, weights_only=True)
+    top, _, sub = field.partition(".")
+    assert top in payload["key"], f"the key has no field {top!r}: {sorted(payload['key'])}"
+    if sub:
+        payload["key"][top] = {**payload["key"][top], sub: _changed(payload["key"][top][sub])}
+    else:
+        payload["key"][top] = _changed(payload["key"][top])
+    payload["state"] = {k: v + 1.0 for k, v in payload["state"].items()}  # weights this setting never trained
+    payload["checksum"] = trained._state_checksum(payload["state"])  # valid: only the key is wrong
+    torch.save(payload, first.path)
+    again, log = _fit()
+    assert again.trained, f"a file whose key differs in {field} was loaded"
+    assert "key differs" in log[0]
+    assert _same_weights(first.model, again.model)
+
+
+def test_every_field_of_the_key_is_tested():
+    """test_loading_compares_the_whole_key covers every top-level field of the key."""
+    fitted, _ = _fit()
+    assert set(fitted.key) == {f.partition(".")[0] for f in KEY_FIELDS}
+
+
+def test_a_path_attribute_counts_by_its_name_not_its_folder(tmp_path):
+    """The same file in two folders gives one key (where a file sits does not determine the weights); another file
+    name gives another."""
+
+    class WithFile(_Data):
+        def __init__(self, file):
+            super().__init__()
+            self.file = file
+
+    here, there = tmp_path / "here" / "corpus.txt", tmp_path / "there" / "corpus.txt"
+    assert trained.fingerprint(WithFile(here)) == trained.fingerprint(WithFile(there))
+    assert trained.fingerprint(WithFile(here)) != trained.fingerprint(WithFile(here.with_name("other.txt")))
+    first, _ = _fit(WithFile(here))
+    again, _ = _fit(WithFile(there))
+    assert first.trained and not again.trained and again.path == first.path
+
+
+def test_a_smoke_run_leaves_the_callers_trainer_as_it_was(monkeypatch):
+    """QKV_TRAIN_SMOKE trains one epoch with a copy of the trainer: the caller's keeps its epochs, history and
+    optimiser, and a real run with it afterwards trains all its epochs."""
+    monkeypatch.setenv(trained.SMOKE_ENV, "2")
+    trainer = Trainer(3, seed=0, device="cpu", optimizer="sgd", lr=0.05, progress=False)
+    before = dict(vars(trainer))
+    history = {k: list(v) for k, v in trainer.history.items()}
+    smoke = trained.fit_or_load("toy", _build(), _CountingData(), trainer, config=_Config(), log=lambda m: None)
+    assert smoke.trained and smoke.history["epoch"] == [1]
+    assert trainer.max_epochs == 3, "the smoke run changed the caller's max_epochs"
+    assert vars(trainer).keys() == before.keys() and all(vars(trainer)[k] is before[k] for k in before), [
+        k for k in before if vars(trainer)[k] is not before[k]
+    ]
+    assert trainer.history == history and trainer.optim is None
+    monkeypatch.delenv(trained.SMOKE_ENV)
+    real = trained.fit_or_load("toy", _build(), _CountingData(), trainer, config=_Config(), log=lambda m: None)
+    assert real.trained and real.history["epoch"] == [1, 2, 3]
+
+
+@pytest.mark.parametrize("mode", ["train", "eval", "mixed"])
+def test_the_model_comes_back_in_eval_mode_trained_or_loaded(mode):
+    """fit_or_load returns the model in eval mode, every part of it, whether it trained it or loaded it, and
+    whatever mode build() gave it."""
+
+    def build():
+        model = _build()()
+        model.train(mode != "eval")
+        if mode == "mixed":
+            model[1].eval()
+        return model
+
+    trainer = Trainer(2, seed=0, device="cpu", optimizer="sgd", lr=0.05, progress=False)
+    for expect_trained in (True, False):
+        fitted = trained.fit_or_load("toy", build, _Data(), trainer, config=_Config(), log=lambda m: None)
+        assert fitted.trained is expect_trained
+        training = [name for name, m in fitted.model.named_modules() if m.training]
+        assert not training, f"{'trained' if expect_trained else 'loaded'}: parts in training mode: {training}"
+
+
+class _ArrayData(_Data):
+    """``_Data`` whose examples also live in a NumPy array (a type the key must not leave out)."""
+
+    def __init__(self, table):
+        super().__init__()
+        self.table = table
+
+
+def test_a_numpy_array_counts_by_its_content():
+    table = np.arange(12, dtype=np.float32).reshape(3, 4)
+    base = trained.fingerprint(_ArrayData(table))
+    assert trained.fingerprint(_ArrayData(table.copy())) == base, "equal arrays, one key"
+    changed = table.copy()
+    changed[2, 3] += 1
+    assert trained.fingerprint(_ArrayData(changed)) != base, "a changed entry must change the key"
+    assert trained.fingerprint(_ArrayData(table.astype(np.float64))) != base, "another dtype"
+    assert trained.fingerprint(_ArrayData(table.reshape(4, 3))) != base, "another shape"
+    assert trained.fingerprint(_ArrayData(np.asfortranarray(table))) == base, "the layout in memory does not count"
+    first, _ = _fit(_ArrayData(table))
+    assert not _fit(_ArrayData(table.copy()))[0].trained
+    again, _ = _fit(_ArrayData(changed))
+    assert again.trained and again.path != first.path, "a changed array reused stale weights"
+
+
+def test_dataclasses_and_objects_with_a_fingerprint_count_by_content():
+    @dataclass(frozen=True)
+    class Task:
+        size: int
+        rate: float
+
+    class Tagged:
+        def __init__(self, tag):
+            self.tag = tag
+
+        def fingerprint(self):
+            return self.tag
+
+    assert trained.fingerprint(_ArrayData(Task(3, 0.5))) == trained.fingerprint(_ArrayData(Task(3, 0.5)))
+    assert trained.fingerprint(_ArrayData(Task(3, 0.5))) != trained.fingerprint(_ArrayData(Task(3, 0.25)))
+    assert trained.fingerprint(_ArrayData(Tagged("a"))) != trained.fingerprint(_ArrayData(Tagged("b")))
+    assert trained.fingerprint(_ArrayData({1, 2})) != trained.fingerprint(_ArrayData({1, 3}))
+    assert trained.fingerprint(_ArrayData({"a": 1})) != trained.fingerprint(_ArrayData({"a": 2}))
+
+
+@pytest.mark.parametrize("value", [object(), lambda x: x, torch.Generator(), iter([1])], ids=lambda v: type(v).__name__)
+def test_an_unknown_attribute_type_is_a_loud_error(value):
+    """Data the key cannot see would let a change reuse stale weights: fingerprint and fit_or_load refuse, naming
+    the attribute and saying what to do."""
+    with pytest.raises(TypeError, match=r"cannot fingerprint _ArrayData\.table\b.*fingerprint\(\) method"):
+        trained.fingerprint(_ArrayData(value))
+    with pytest.raises(TypeError, match=r"_ArrayData\.table\[1\]\['k'\]"):
+        trained.fingerprint(_ArrayData([1, {"k": value}]))
+    with pytest.raises(TypeError, match="cannot fingerprint"):
+        _fit(_ArrayData(value))
+
+
+def test_fingerprint_of_fashion_mnist_sees_its_images(data_dir):
+    """FashionMNIST holds its images in ImageSet objects: how many of them it keeps changes the key."""
+    from qkv.data import FashionMNIST
+
+    a = FashionMNIST(64, num_train=100, num_val=50, data_dir=data_dir)
+    assert trained.fingerprint(a) == trained.fingerprint(FashionMNIST(64, num_train=100, num_val=50, data_dir=data_dir))
+    assert trained.fingerprint(FashionMNIST(64, num_train=101, num_val=50, data_dir=data_dir)) != trained.fingerprint(a)
+    assert trained.fingerprint(FashionMNIST(64, num_train=100, num_val=49, data_dir=data_dir)) != trained.fingerprint(a)
 
 
 def test_file_is_readable_by_others_and_no_temporary_file_is_left():

@@ -8,7 +8,8 @@ The weights are stored under a **key** that holds everything that determines the
 
 - the model's name and configuration (a dataclass or a dict), and the seed it is built and trained with;
 - the trainer's settings: epochs, gradient clipping, optimiser, learning rate, device type;
-- a fingerprint of the data (:func:`fingerprint`: every tensor, vocabulary and setting of the data module);
+- a fingerprint of the data (:func:`fingerprint`: every tensor, array, vocabulary and setting of the data module;
+  an attribute of a type it cannot hash is an error, never left out);
 - the torch version;
 - a hash of the source of every ``qkv`` module that defines the model, its training and its data
   (:func:`source_hash`), so that editing the model's code retrains it.
@@ -46,6 +47,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -212,8 +214,10 @@ def source_hash(modules) -> str:
     return h.hexdigest()
 
 
-def _hash_value(h, value, seen: set) -> None:
-    """Feed a data module's attribute into ``h``: tensors by dtype, shape and bytes, containers item by item."""
+def _hash_value(h, value, seen: set, where: str = "the value") -> None:
+    """Feed a data module's attribute into ``h``: tensors and arrays by dtype, shape and bytes, containers item by
+    item, dataclasses and ``qkv`` objects attribute by attribute. Any other type is a TypeError naming ``where``:
+    data left out of the key would let a change of it reuse stale weights."""
     if id(value) in seen:
         return
     if isinstance(value, torch.Tensor):
@@ -225,23 +229,58 @@ def _hash_value(h, value, seen: set) -> None:
     elif isinstance(value, (list, tuple)):
         seen.add(id(value))
         h.update(f"seq {len(value)}\0".encode())
-        for item in value:
-            _hash_value(h, item, seen)
+        for i, item in enumerate(value):
+            _hash_value(h, item, seen, f"{where}[{i}]")
     elif isinstance(value, dict):
         seen.add(id(value))
         h.update(f"dict {len(value)}\0".encode())
         for k in sorted(value, key=repr):
-            _hash_value(h, k, seen)
-            _hash_value(h, value[k], seen)
+            _hash_value(h, k, seen, f"a key of {where}")
+            _hash_value(h, value[k], seen, f"{where}[{k!r}]")
     elif hasattr(value, "idx_to_token"):  # a vocabulary: its numbering
-        _hash_value(h, list(value.idx_to_token), seen)
+        _hash_value(h, list(value.idx_to_token), seen, f"{where}.idx_to_token")
     elif isinstance(value, Path):
         h.update(f"path {value.name}\0".encode())  # where a file sits does not matter, its content does
+    elif isinstance(value, np.ndarray | np.generic):
+        a = np.asarray(value)
+        if a.dtype.hasobject:  # its bytes would be addresses: hash the objects themselves
+            h.update(f"object array {a.shape}\0".encode())
+            _hash_value(h, a.reshape(-1).tolist(), seen, where)
+        else:
+            h.update(f"array {a.dtype.str} {a.shape}\0".encode())
+            h.update(np.ascontiguousarray(a).tobytes())
+    elif isinstance(value, (set, frozenset)):
+        h.update(f"set {len(value)}\0".encode())
+        for item in sorted(value, key=repr):
+            _hash_value(h, item, seen, f"an item of {where}")
+    elif isinstance(value, (bytes, torch.dtype, torch.device)):
+        h.update(f"{type(value).__name__} {value!r}\0".encode())
+    elif callable(getattr(value, "fingerprint", None)):  # an object that says what determines it
+        h.update(f"fingerprint {value.fingerprint()}\0".encode())
+    elif (dataclasses.is_dataclass(value) and not isinstance(value, type)) or (
+        type(value).__module__.startswith("qkv.") and hasattr(value, "__dict__")
+    ):
+        seen.add(id(value))  # a dataclass (an OffsetTask) or a data holder of ours (an ImageSet): what it holds
+        h.update(f"object {type(value).__module__}.{type(value).__qualname__}\0".encode())
+        fields = dataclasses.fields(value) if dataclasses.is_dataclass(value) else ()
+        attrs = {f.name: getattr(value, f.name) for f in fields} if fields else vars(value)
+        for name in sorted(attrs):
+            h.update(f"attr {name}\0".encode())
+            _hash_value(h, attrs[name], seen, f"{where}.{name}")
+    else:
+        raise TypeError(
+            f"cannot fingerprint {where}, a {type(value).__module__}.{type(value).__qualname__}: the key of trained "
+            "weights holds tensors, arrays, numbers, strings, paths, vocabularies, containers of these, dataclasses "
+            "and qkv objects, and leaving it out would reuse stale weights when it changes. Hold the data in one of "
+            "those types, or give the data module a fingerprint() method that returns a string of all it holds"
+        )
 
 
 def fingerprint(data) -> str:
-    """A SHA-256 of a data module: its ``fingerprint()`` if it has one, else every tensor, vocabulary, number
-    and string among its attributes (so the batch size and the split count, as do the examples themselves)."""
+    """A SHA-256 of a data module: its ``fingerprint()`` if it has one, else every attribute (tensors and arrays by
+    content, vocabularies, numbers, strings, containers, dataclasses and qkv objects, see :func:`_hash_value`; so
+    the batch size and the split count count, as do the examples themselves). An attribute of another type is a
+    TypeError: leaving it out would reuse stale weights when it changes."""
     own = getattr(data, "fingerprint", None)
     if callable(own):
         return str(own())
@@ -254,7 +293,7 @@ def fingerprint(data) -> str:
     h = hashlib.sha256(f"{type(data).__module__}.{type(data).__qualname__}\0".encode())
     for name in sorted(attrs):
         h.update(f"attr {name}\0".encode())
-        _hash_value(h, attrs[name], set())
+        _hash_value(h, attrs[name], set(), f"{type(data).__name__}.{name}")
     return h.hexdigest()
 
 
