@@ -124,6 +124,34 @@ def test_probe_counts_live_tensors_only_and_not_the_inputs():
     assert z.shape == (10,) and w.shape == (500,)
 
 
+def test_probe_keeps_a_storage_while_any_of_its_views_lives():
+    """A storage counts while any tensor on it lives: one view dying does not free it (a = ones(1000); v = a[:10];
+    del v: a still holds its 8,000 bytes, as it does when a dies and v lives), and it counts once, not per view."""
+    with LiveTensorBytes() as probe:
+        a = torch.ones(1000, dtype=torch.float64)
+        v = a[:10]
+        w = a[500:]  # a second view: still one storage
+        del v
+        b = torch.zeros(500, dtype=torch.float64)  # one more operation, with a alive
+    size_a, size_b = a.untyped_storage().nbytes(), b.untyped_storage().nbytes()
+    assert (size_a, size_b) == (8000, 4000) and w.shape == (500,)
+    assert probe.peak == size_a + size_b, f"peak {probe.peak}: a ({size_a} bytes) must count while a lives"
+
+    with LiveTensorBytes() as probe:
+        a = torch.ones(1000, dtype=torch.float64)
+        v = a[:10]
+        del a
+        b = torch.zeros(500, dtype=torch.float64)  # the view alone holds all of a's storage
+    assert probe.peak == v.untyped_storage().nbytes() + b.untyped_storage().nbytes() == 12000
+
+    with LiveTensorBytes() as probe:
+        a = torch.ones(1000, dtype=torch.float64)
+        v = a[:10]
+        del a, v
+        b = torch.zeros(500, dtype=torch.float64)  # every tensor on a's storage is gone: it no longer counts
+    assert probe.peak == 8000
+
+
 def test_probe_sees_meta_tensors_without_allocating():
     x = torch.empty(10, 10, device="meta")
     with LiveTensorBytes(x) as probe:

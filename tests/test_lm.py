@@ -71,6 +71,24 @@ def test_gru_width_matches_the_parameter_target_and_counts_are_exact():
         assert abs(m - target) >= abs(n - target)
 
 
+@pytest.mark.parametrize("V,E", [(28, 64), (28, 16), (7, 5)])
+def test_gru_width_is_the_closest_real_count_by_brute_force(V, E):
+    """gru_hiddens_for(target, V, E) is the width whose GRULM, built and counted, is closest to ``target``: by brute
+    force over widths, for 2,888 parameters and for targets just either side of the midpoint between neighbouring
+    widths' counts (where a count off by a bias or a head would pick the neighbour)."""
+    widths = range(1, 61)
+    real = {h: lm.count_parameters(lm.GRULM(lm.GRUConfig(V, num_hiddens=h, num_embed=E))) for h in widths}
+    targets = [2888] + [(real[h] + real[h + 1]) // 2 + d for h in (1, 4, 9, 20, 45) for d in (-1, 2)]
+    for target in targets:
+        assert target < real[widths[-1]], "widen the brute force"
+        want = min(widths, key=lambda h: abs(real[h] - target))
+        got = lm.gru_hiddens_for(target, V, E)
+        assert got == want, (
+            f"target {target} (V = {V}, E = {E}): width {got} has {real.get(got)} parameters, width {want} has "
+            f"{real[want]}, closer"
+        )
+
+
 @pytest.mark.parametrize("tau,k", [(0.5, None), (1.0, 2), (3.0, 4), (0.2, 1)])
 def test_next_token_distribution_is_the_tempered_top_k_softmax(tau, k):
     logits = torch.tensor([[1.5, -0.3, 0.8, 2.2, 0.0], [0.1, 0.4, -1.0, 0.3, 2.0]], dtype=torch.float64)

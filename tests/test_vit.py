@@ -190,6 +190,29 @@ def test_cls_token_is_first_and_head_reads_it():
     torch.testing.assert_close(seen["head_in"], seen["last_out"][:, 0])
 
 
+def test_embed_is_tokens_plus_positions_then_the_embedding_dropout():
+    """ViT.embed (D2L 11.8.4): in eval mode exactly [<cls>; patch features] + positions; in training mode
+    ``emb_dropout`` zeroes about that share of the entries and scales the others by 1 / (1 - p)."""
+    torch.manual_seed(0)
+    model = small_vit(emb_dropout=0.5)
+    with torch.no_grad():
+        model.cls_token.normal_()
+    X = torch.randn(4, 3, 12, 12)
+    with torch.no_grad():
+        tokens = torch.cat((model.cls_token.expand(4, -1, -1), model.patch_embedding(X)), dim=1)  # (B, P + 1, N)
+        expected = tokens + model.pos_embedding  # (B, P + 1, N) + (1, P + 1, N)
+        assert torch.equal(model.eval().embed(X), expected)
+        out = model.train().embed(X)  # (B, P + 1, N)
+    dropped = out == 0
+    assert out.shape == expected.shape == (4, 10, 16)
+    assert 0.35 < dropped.float().mean() < 0.65, f"emb_dropout=0.5 zeroed {dropped.float().mean():.2f} of the entries"
+    torch.testing.assert_close(out[~dropped], 2 * expected[~dropped])
+    torch.manual_seed(0)
+    still = small_vit(emb_dropout=0.0).train()
+    with torch.no_grad():
+        assert (still.embed(X) != 0).all(), "emb_dropout=0 drops nothing"
+
+
 def test_patch_order_matters_only_through_position_embeddings():
     """With zero position embeddings the ViT sees a set of patches: permuting them leaves the logits unchanged."""
     torch.manual_seed(0)
