@@ -236,3 +236,144 @@ def test_install_shows_a_failed_check_as_its_message_and_names_an_unwritten_exer
     assert check[2][0] == "weights differs from the reference" and not any("checks.py" in s for s in check[2])
     assert torch_error[0] == "NotImplementedError" and "meta" in torch_error[1]  # torch's own: left alone
     assert any("Traceback" in line for line in torch_error[2])
+
+
+# ---------------------------------------------------------------- the common crashes of an answer, in a few lines
+
+_CRASHES = r"""
+import json, sys, torch
+from IPython.core.interactiveshell import InteractiveShell
+from qkv import checks
+
+shell = InteractiveShell.instance(colors="nocolor")
+shown = []
+shell._showtraceback = lambda etype, value, stb: shown.append((etype.__name__, str(value), stb))
+assert checks.install(shell)
+cells = [
+    "import torch\nfrom torch import nn\nfrom qkv import checks",
+    # a stub whose __init__ was answered `return None`: nn.Module's first use fails deep inside PyTorch
+    "# Exercise 1 (1 point): write FFN.\nclass FFN(nn.Module):\n    def __init__(self, n):\n        return None\n"
+    "\n    def forward(self, X):\n        return X",
+    "# Test of exercise 1, locked.\nffn = FFN(3)\nffn(torch.ones(2, 3))",
+    # __init__ that makes a layer before (without) super().__init__()
+    "# Exercise 2 (1 point): write Enc.\nclass Enc(nn.Module):\n    def __init__(self, n):\n"
+    "        self.dense = nn.Linear(n, n)\n\n    def forward(self, X):\n        return self.dense(X)",
+    "# Test of exercise 2, locked.\nenc = Enc(3)",
+    # forward ends without return; the test unpacks or uses the result
+    "# Exercise 3 (2 points): write Blk.\nclass Blk(nn.Module):\n    def forward(self, X, state):\n"
+    "        out = X + 1",
+    "# Test of exercise 3, locked.\nblk = Blk()\nout, state = blk(torch.ones(2), [None])",
+    # a None inside forward
+    "# Exercise 4 (1 point): write Pos.\nclass Pos(nn.Module):\n    def __init__(self):\n"
+    "        super().__init__()\n        self.P = None\n\n    def forward(self, X):\n        return X + self.P",
+    "# Test of exercise 4, locked.\nPos()(torch.ones(2, 3))",
+    # a shape error inside forward
+    "# Exercise 5 (3 points): write Att.\nclass Att(nn.Module):\n    def forward(self, queries, keys):\n"
+    "        scores = torch.bmm(queries, keys)  # forgot the transpose\n        return scores",
+    "# Test of exercise 5, locked.\nAtt()(torch.ones(6, 3, 4), torch.ones(6, 5, 4))",
+    # a device mismatch inside a function
+    "# Exercise 6 (1 point): write add_row.\ndef add_row(X):\n    row = torch.ones(X.shape[-1])\n"
+    "    return torch.cat([X, row[None]], dim=0)",
+    "# Test of exercise 6, locked.\nadd_row(torch.ones(2, 3, device='meta'))",
+    # an attribute that nothing set
+    "# Exercise 7 (1 point): write Net.\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "\n    def forward(self, X):\n        return self.dense1(X)",
+    "# Test of exercise 7, locked.\nNet()(torch.ones(2))",
+    # errors that are none of these keep their traceback
+    "{}['missing']",
+    "raise RuntimeError('something else went wrong')",
+    "x = 1\nx.shape",
+]
+for cell in cells:
+    shell.run_cell(cell)
+print(json.dumps({"shown": shown, "last": type(getattr(sys, "last_value", None)).__name__}))
+"""
+
+
+def _flat(lines) -> str:
+    """The lines as one string, their wrapping and indentation undone."""
+    return " ".join(" ".join(lines).split())
+
+
+def _crashes():
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _CRASHES], capture_output=True, text=True, check=True).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def test_install_explains_a_forgotten_super_a_none_and_a_shape_error_in_a_few_lines():
+    found = _crashes()
+    shown = found["shown"]
+    assert len(shown) == 10, [s[:2] for s in shown]
+    init_none, init_layer, no_return, none_inside, shape, device, unset, key, runtime, attr = shown
+    for _etype, text, stb in (init_none, init_layer, no_return, none_inside, shape, device, unset):
+        assert stb == text.splitlines(), "the lines shown are the message, the error's evalue says it too"
+        assert 3 <= len(stb) <= 8, stb
+        assert all(len(line) <= checks.WIDTH for line in stb), stb
+        assert any(line.startswith("  hint: ") for line in stb), stb
+        assert not any("site-packages" in line or "torch/nn" in line for line in stb), stb
+        assert stb[-1].strip() == "(the whole traceback: %tb in a new cell)"
+
+    # the forgotten super().__init__(), whether PyTorch noticed it on the first call or on the first layer made
+    for (etype, _text, stb), name, number in ((init_none, "FFN", 1), (init_layer, "Enc", 2)):
+        assert etype == "AttributeError"
+        assert stb[0] == f"{name} is not set up as a PyTorch module: its __init__ never called super().__init__()"
+        assert f"  where:    {name}.__init__, in your Exercise {number} cell" in stb
+        assert "super().__init__() the first line of __init__" in _flat(stb)
+    assert "object has no attribute '_" in _flat(init_none[2])  # '_backward_hooks', '_compiled_call_impl'...
+    assert "before Module.__init__() call" in _flat(init_layer[2])
+
+    # a None: forward returned nothing (the test's line is named), or a None inside forward (its name is given)
+    assert no_return[0] == "TypeError"
+    assert no_return[2][0] == "the test got None from your code where it expected a result"
+    assert "line 3 of the test of exercise 3: out, state = blk(torch.ones(2), [None])" in _flat(no_return[2])
+    assert "without `return ...` gives None" in _flat(no_return[2])
+    assert none_inside[2][0] == "a value is None where a tensor was expected, in Pos.forward"
+    joined = _flat(none_inside[2])
+    assert "where: line 8 of your Exercise 4 cell: return X + self.P" in joined
+    assert "  None:     self.P" in none_inside[2]
+    assert "self.P is None: give it its value in __init__" in joined
+
+    # a shape error: the line, the shapes of the tensors it names, the error's first line
+    assert shape[0] == "RuntimeError" and shape[2][0] == "a shape mismatch in Att.forward"
+    joined = _flat(shape[2])
+    assert "  where:    line 4 of your Exercise 5 cell: scores = torch.bmm(queries, keys)" in shape[2]
+    assert "  shapes:   queries (6, 3, 4), keys (6, 5, 4)" in shape[2]
+    assert "RuntimeError: Expected size for first two dimensions of batch2 tensor" in joined
+
+    # a device mismatch names the devices of the line's tensors
+    assert device[2][0] == "a device mismatch in add_row" and "  devices:  X meta, row cpu" in device[2]
+
+    # an attribute of the notebook's class that nothing set
+    assert unset[2][0] == "Net has no attribute dense1: nothing set self.dense1"
+    assert "set self.dense1 in Net.__init__" in _flat(unset[2])
+
+    # anything else keeps IPython's traceback
+    for _etype, _text, stb in (key, runtime, attr):
+        assert any("Traceback" in line for line in stb), stb
+    assert found["last"] == "AttributeError"  # the last error, for %tb
+
+
+def test_explain_never_raises_and_leaves_other_errors_alone():
+    assert checks.explain(KeyError("x")) is None
+    assert checks.explain(RuntimeError("boom")) is None  # no traceback, no notebook frame
+    try:
+        torch.ones(2, 3) @ torch.ones(2, 3)
+    except RuntimeError as err:
+        assert checks.explain(err) is None  # raised here, not in a notebook's code (__main__)
+
+    class Weird(RuntimeError):
+        def __str__(self):
+            raise ValueError("a student's error type whose str fails")
+
+    assert checks.explain(Weird()) is None
+
+
+def test_check_tensor_says_what_a_none_means():
+    with pytest.raises(checks.CheckFailed) as err:
+        checks.check_shape(None, (2, 3), "output")
+    message = str(err.value)
+    assert "got:      None" in message and "without `return ...` gives None" in message
