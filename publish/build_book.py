@@ -126,7 +126,9 @@ def build(edition: str, strict: bool = False, out: Path | None = None, quiet: bo
     draw = [sys.executable, "-m", "publish.poster", str(src / "book" / "_poster")]
     poster = subprocess.Popen(draw, env=env, cwd=ROOT)
     pages = [name for name in nbs.toc_files(src / "_toc.yml") if nbs.is_notebook_source(src / f"{name}.md")]
-    execute.prefill(src, out / "_build" / ".jupyter_cache", pages, env, execute.jobs_wanted())
+    cache = out / "_build" / ".jupyter_cache"
+    execute.pretrain(execute.pending(src, cache, pages), env)
+    execute.prefill(src, cache, pages, env, execute.jobs_wanted())
     if poster.wait():
         raise SystemExit("[book] the poster (publish/poster.py) failed; see the log above")
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(src), "--path-output", str(out)]

@@ -35,6 +35,19 @@ LONGEST_FIRST = ("book/vision-transformer", "book/large-pretraining-transformers
 #: notebook only slows the longest one down (measured: benchmarks/results/book_build.md). Machines with more cores
 #: gain from ``QKV_BOOK_JOBS=2`` or more.
 JOBS_ENV = "QKV_BOOK_JOBS"
+#: The models each page trains (``"module:function"``, callable without arguments; together :data:`qkv.trained.WARM`),
+#: longest first. A cold build trains those of the pages it must execute before it runs any page, side by side, one
+#: torch thread each (:func:`pretrain`); the pages then load them from the weight cache, whose lock makes a page that
+#: needs a model still training wait for it instead of training it twice.
+PRETRAIN = {
+    "book/vision-transformer": ("qkv.vit:train_fashion_mnist", "qkv.vit:train_cnn"),
+    "book/large-pretraining-transformers": ("qkv.lm:warm",),
+    "book/transformer": ("qkv.transformer:train_d2l",),
+    "book/bahdanau-attention": ("qkv.bahdanau:train_d2l",),
+    "book/multihead-attention": ("qkv.figures.multihead_attention:trained_offset_reader",),
+}
+#: Set to 0 to leave the training to the pages themselves, one after another.
+PRETRAIN_ENV = "QKV_BOOK_PRETRAIN"
 
 
 def thread_limits(jobs: int) -> dict[str, str]:
@@ -123,6 +136,51 @@ def prefill(src: Path, cache_dir: Path, pages: list[str], env: dict, jobs: int) 
             print(f"[book] {page}: executed in {seconds:.0f} s", flush=True)
     print(f"[book] parallel execution: {time.perf_counter() - t0:.0f} s", flush=True)
     return done
+
+
+def recipes_for(pages: list[str]) -> list[str]:
+    """The recipes of :data:`PRETRAIN` that ``pages`` train, longest first (the ViT's and the 11.9 models' first)."""
+    order = [recipe for page in PRETRAIN for recipe in PRETRAIN[page] if page in pages]
+    first = [r for r in ("qkv.vit:train_fashion_mnist", "qkv.lm:warm", "qkv.vit:train_cnn") if r in order]
+    return first + [r for r in order if r not in first]
+
+
+def pretrain(pages: list[str], env: dict, slots: int | None = None) -> dict[str, float | None]:
+    """Train the models of ``pages`` (those the cache does not hold: :func:`pending`), ``slots`` at a time (default:
+    one per core), each in a process of its own with one torch thread; the seconds each took (None: it failed, and
+    its page will train it, or report why). Nothing happens in a smoke run (its models take seconds), with
+    ``QKV_BOOK_PRETRAIN=0``, or on one core."""
+    smoke = os.environ.get("QKV_TRAIN_SMOKE", "").strip() not in ("", "0")
+    slots = slots or os.cpu_count() or 1
+    todo = recipes_for(pages)
+    if smoke or env.get(PRETRAIN_ENV, os.environ.get(PRETRAIN_ENV, "1")).strip() == "0" or slots < 2 or not todo:
+        return {}
+    env = env | thread_limits(slots) | {"MPLBACKEND": "Agg"}
+    root = Path(__file__).resolve().parent.parent
+    print(f"[book] training {len(todo)} model recipe(s), {slots} at a time: {', '.join(todo)}", flush=True)
+    t0 = time.perf_counter()
+
+    def run(recipe: str) -> tuple[float, str | None]:
+        module, _, function = recipe.partition(":")
+        code = f"import importlib; getattr(importlib.import_module({module!r}), {function!r})()"
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True)
+        error = (done.stdout + done.stderr)[-3000:] if done.returncode else None
+        return time.perf_counter() - started, error
+
+    seconds: dict[str, float | None] = {}
+    with ThreadPoolExecutor(slots) as pool:
+        futures = {pool.submit(run, recipe): recipe for recipe in todo}
+        for future in as_completed(futures):
+            recipe = futures[future]
+            took, error = future.result()
+            seconds[recipe] = None if error else took
+            if error:
+                print(f"[book] {recipe}: training failed here, its page will try again:\n{error}", flush=True)
+            else:
+                print(f"[book] {recipe}: trained or loaded in {took:.0f} s", flush=True)
+    print(f"[book] models ready in {time.perf_counter() - t0:.0f} s", flush=True)
+    return seconds
 
 
 def _execute_in_process(path: Path, env: dict):

@@ -96,3 +96,30 @@ def test_one_notebook_at_a_time_unless_asked_and_the_cores_shared_out(monkeypatc
     monkeypatch.setattr(execute.os, "cpu_count", lambda: 8)
     assert execute.thread_limits(2)["OMP_NUM_THREADS"] == "4"
     assert execute.thread_limits(16)["OMP_NUM_THREADS"] == "1"
+
+
+def test_the_pretrained_recipes_are_the_models_the_sections_show_longest_first():
+    """A cold build trains before the pages run exactly what ``make release`` warms (qkv.trained.WARM), each recipe
+    under the page that shows it, the long ones first so that the short ones fill the other core."""
+    from qkv import trained
+
+    everything = execute.recipes_for(list(execute.PRETRAIN))
+    assert sorted(everything) == sorted(trained.WARM) and len(set(everything)) == len(everything)
+    assert everything[:3] == ["qkv.vit:train_fashion_mnist", "qkv.lm:warm", "qkv.vit:train_cnn"]
+    assert execute.recipes_for(["book/transformer", "book/queries-keys-values"]) == ["qkv.transformer:train_d2l"]
+    assert execute.recipes_for([]) == []
+    for page in execute.PRETRAIN:
+        assert (nbs.ROOT / f"{page}.md").exists(), f"{page} is not a page of the book"
+
+
+def test_pretraining_stays_out_of_smoke_runs_and_one_core(monkeypatch):
+    """The test suite's smoke models take seconds: no process is started for them; nor on one core, nor when
+    QKV_BOOK_PRETRAIN=0."""
+    started = []
+    monkeypatch.setattr(execute.subprocess, "run", lambda *a, **k: started.append(a))
+    monkeypatch.setenv("QKV_TRAIN_SMOKE", "2")
+    assert execute.pretrain(list(execute.PRETRAIN), {}, slots=2) == {}
+    monkeypatch.delenv("QKV_TRAIN_SMOKE")
+    assert execute.pretrain(list(execute.PRETRAIN), {}, slots=1) == {}
+    assert execute.pretrain(list(execute.PRETRAIN), {execute.PRETRAIN_ENV: "0"}, slots=2) == {}
+    assert started == []
