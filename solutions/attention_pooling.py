@@ -22,7 +22,7 @@ def nadaraya_watson(x_train, y_train, x_val, kernel, sigma=1.0):
 def loo_loss(x, y, kernel, sigma):
     diffs = x[:, None] - x[None, :]  # (n, 1) - (1, n) -> (n, n)
     scores = kernel(diffs / sigma)  # (n, n)
-    scores = scores * (1 - torch.eye(len(x), dtype=scores.dtype))  # (n, n): no point gives itself weight
+    scores = scores * (1 - torch.eye(len(x), dtype=scores.dtype, device=scores.device))  # (n, n): none on itself
     weights = scores / scores.sum(dim=1, keepdim=True)  # (n, n) / (n, 1): each row sums to 1
     y_hat = weights @ y  # (n, n) @ (n,) -> (n,): f_{-i}(x_i)
     return float(((y_hat - y) ** 2).mean())

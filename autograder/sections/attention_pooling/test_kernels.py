@@ -8,7 +8,21 @@
 #   "Constant kernel: 1 everywhere" -> the constant kernel
 #   "kernel max(0, 1 - |x|), elementwise" -> the Epanechnikov kernel
 #   "x: floating-point tensor of any shape" -> a (2, 5) input
-#   "tensor of x's shape and dtype" -> shape (2, 5) kept; float64 stays float64
+#   "tensor of x's shape, dtype and device" -> shape (2, 5) kept; float64 stays float64; CPU with 'meta' default
+#   "(floats 0.0 and 1.0, not booleans)." -> the boxcar's dtype float64, not bool
+#   "and leaves its input as it was." -> u after each kernel
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> each kernel at ten points against math (the Gaussian without its 1/2, the unclamped Epanechnikov)
+#   dtype -> float64 in, float64 out (the constant kernel's torch.ones(x.shape), float32)
+#   device -> a CPU input with 'meta' as the default device: a tensor made without device= lands on 'meta'
+#   pass-through -> n/a: the one argument is x, and every value is checked
+#   state -> u unchanged after each kernel (an in-place x.abs_())
+#   gradient -> n/a: nothing is trained through the kernels in this section (the width is chosen on a grid)
+#   type -> the boxcar returns floats, not the booleans of its comparison
+#   edge -> the window's edge: |u| = 1 exactly, 0.999 and 1.001 (the closed window |u| <= 1)
+#   symmetry -> negative and positive points: the Epanechnikov kernel written 1 - x instead of 1 - |x|
+#   train-eval -> n/a: functions without a module, dropout or mode
+#   efficiency -> n/a: elementwise functions; the contract promises no time or memory bound
 import math as _math
 
 import qkv.nadaraya_watson as _nwm
@@ -16,6 +30,7 @@ import qkv.nadaraya_watson as _nwm
 _T = checks.trusted
 _pts = [-3.0, -1.0, -0.999, -0.5, 0.0, 0.3, 0.999, 1.0, 1.001, 7.0]
 _u = _T.tensor(_pts, dtype=_T.float64).reshape(2, 5)
+_pts_2d = _u.tolist()
 _refs = [
     ("gaussian", gaussian, lambda v: _math.exp(-v * v / 2)),
     ("boxcar", boxcar, lambda v: 1.0 if abs(v) < 1 else 0.0),
@@ -31,6 +46,11 @@ for _name, _fn, _ref in _refs:
     )
     with checks.forbid_reference(_fn, *_poisoned):
         _out = _fn(_u)
+    checks.check_true(
+        _u.tolist() == _pts_2d,
+        f"{_name} leaves its input as it was (hidden)",
+        hint="return a new tensor: x.abs() and torch.clamp(...), not the in-place x.abs_() or x.clamp_()",
+    )
     checks.check_shape(_out, (2, 5), f"{_name} of a (2, 5) tensor (hidden)", hint="act elementwise, keep the shape")
     checks.check_true(
         _out.dtype == _T.float64,
@@ -44,4 +64,11 @@ for _name, _fn, _ref in _refs:
         f"{_name} at u = {_pts} (hidden, float64)",
         atol=1e-12,
         hint="mind the edge of the window: the boxcar is 0 at |u| = 1 exactly",
+    )
+    # Devices: every tensor the kernel makes must be on x's device (_common.py: _device_probe).
+    _err = _device_probe(lambda f=_fn: f(_u), lambda f=_fn: f(_u.to("meta")), _name)
+    checks.check_true(
+        _err is None,
+        f"{_name} makes its result on x's device (hidden): {_err}",
+        hint="build the result from x: torch.ones_like(x), .to(x.dtype), or device=x.device",
     )
