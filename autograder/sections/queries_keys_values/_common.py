@@ -21,8 +21,9 @@ def _device_probe(on_cpu, on_meta, what):
     shapes, no data): a tensor made without device= lands there. A right answer makes none and pays nothing (the first
     arithmetic on 'meta' imports torch._dynamo, seconds). Only when that run fails does ``on_meta()`` decide, the same
     call on inputs on 'meta', as a GPU runs it: a tensor made on the default device and then moved with .to(device), or
-    a 0-d tensor, which a GPU accepts beside its own, passes there. A result on another device, or two devices meeting,
-    counts against the answer; reading a value, which 'meta' cannot and a GPU can, does not."""
+    a 0-d tensor, which a GPU accepts beside its own, passes there. A result on another device, two devices meeting, or
+    the inputs' values copied into a tensor made on the default device count against the answer; reading a value,
+    which 'meta' cannot and a GPU can, does not."""
     try:
         with _torch.device("meta"):
             result = on_cpu()
@@ -38,6 +39,8 @@ def _device_probe(on_cpu, on_meta, what):
     except Exception as err:
         if "expected device" in str(err) or "same device" in str(err):
             return f"{what} on inputs on the 'meta' device (as on a GPU) raised {_one_line(err)}"
+        if "copy out of meta" in str(err):
+            return f"{what} copied values of inputs on the 'meta' device (as on a GPU) into a tensor made elsewhere"
         return None  # a value read, or an operation 'meta' lacks: a GPU allows both
     devices = sorted({str(t.device) for t in _tensors(result)})
     if devices in ([], ["meta"]):
