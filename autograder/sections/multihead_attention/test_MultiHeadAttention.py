@@ -2,7 +2,8 @@
 # weights and output against a loop over examples and heads and against torch.nn.MultiheadAttention with the
 # same weights (its attn_mask from the lengths); dropout on the weights in training mode only; the number of
 # matrix products independent of the number of heads (no loop over heads); nothing that ties forward to the
-# CPU (lengths read into Python, tensors made without device=); not the reference.
+# CPU (lengths read into Python, tensors made without device=); the gradients of the four projections against
+# PyTorch's; not the reference.
 # Contract: the page's sentences each check relies on.
 #   "lazy projections W_q, W_k, W_v, W_o, each to N features, with bias as given (D2L: none)" -> all four used, no bias
 #   "valid_lens None, lengths (B,) or (B, Q), as in att.masked_softmax." -> no mask, per example, per query
@@ -14,6 +15,19 @@
 #   "No Python loop over the heads, and no call to ref.MultiHeadAttention." -> products counted; no reference
 #   "every tensor stays there (no value read out with .tolist() or .item()," -> no reads into Python
 #   "no new tensor made without device=)" -> no tensor made without device=
+#   "The layer is trained: gradients reach all four projections." -> the gradients against nn.MultiheadAttention's
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> weights and output against loops and nn.MultiheadAttention (scale_by_num_hiddens, no_output_projection)
+#   dtype -> float64 weights and output to 1e-10 (float32_softmax)
+#   device -> nothing read into Python, no tensor made without device= (lengths_via_python)
+#   pass-through -> the lengths reach the softmax: lengths per example and per query (ignores_valid_lens)
+#   state -> n/a: forward keeps nothing between calls but self.attention_weights, which each call overwrites
+#   gradient -> the gradients of W_q, W_k, W_v and W_o against nn.MultiheadAttention's (detached_weights)
+#   type -> the output must be one (B, Q, N) tensor (returns_weights_too)
+#   edge -> valid_lens None, (B,) and (B, Q), huge scores (no_mask_crashes, lengths_flattened)
+#   symmetry -> lengths that differ per example, [1, 5, 3], and all sizes different (repeat_not_interleave)
+#   train-eval -> dropout on the weights in training mode only (dropout_on_output, functional_dropout)
+#   efficiency -> the number of matrix products independent of H (loop_over_heads)
 import torch as _torch
 
 _NAMES = ("W_q", "W_k", "W_v", "W_o")
@@ -123,6 +137,33 @@ with checks.forbid_reference(MultiHeadAttention, (_qm, "MultiHeadAttention")):
     checks.check_close(
         _out, _expected, "output against torch.nn.MultiheadAttention (hidden)", atol=1e-10, rtol=0, hint=_hint
     )
+
+    # The gradients: the layer is trained through. With PyTorch's weights, the gradients of sum(output * G) with
+    # respect to W_q, W_k, W_v and W_o must be PyTorch's (no gradient reaches W_q and W_k if the weights that
+    # multiply the values were detached).
+    _Gout = _T.randn(_B, _Q, _N, generator=_g, dtype=_f64)  # (B, Q, N)
+    _torch_out, _ = _torch_layer(_qN, _k, _v, attn_mask=_ignore, need_weights=False)
+    (_torch_out * _Gout).sum().backward()
+    _theirs = (_torch_layer.q_proj_weight, _torch_layer.k_proj_weight, _torch_layer.v_proj_weight)
+    _out = _layer(_qN, _k, _v, _lens)
+    checks.check_shape(_out, (_B, _Q, _N), "output (hidden, queries of size N = 12)", hint="(B, Q, N)")
+    (_out * _Gout).sum().backward()
+    for _name, _want in zip(_NAMES, (*_theirs, _torch_layer.out_proj.weight)):
+        _grad = getattr(_layer, _name).weight.grad
+        checks.check_true(
+            _grad is not None,
+            f"a gradient reaches {_name} (hidden: the layer is trained through; none came back)",
+            hint="do not detach the weights (or anything else) on the way from the projections to the output: "
+            "multiply self.dropout(self.attention_weights) by the values",
+        )
+        checks.check_close(
+            _grad,
+            _want.grad,
+            f"the gradient of {_name}.weight against torch.nn.MultiheadAttention's (hidden)",
+            atol=1e-10,
+            rtol=0,
+            hint="the output must be a differentiable function of every projection; keep the graph whole",
+        )
 
     # Dropout acts on the weights, in training mode only. W_q = W_k = 0 make every score 0, so each query gives its
     # 3 keys the weights 1/3; W_v = W_o = identity and the values 1, 10 and 100 make each output entry tell which

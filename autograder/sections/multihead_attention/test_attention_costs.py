@@ -6,6 +6,18 @@
 #   "The cache holds the keys and the values of every layer for batch_size sequences of seq_len tokens." -> cache_bytes
 #   "each number taking `bytes_per_number` bytes" -> 1, 2 and 4 bytes a number
 #   "Returns (parameters, cache_bytes), two Python ints." -> the types
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> the parameters and cache against counts of meta tensors (keys_only)
+#   dtype -> n/a: no tensor goes in or comes out; the types of the two counts are the type class
+#   device -> n/a: no tensor goes in or comes out (the references' 'meta' tensors are the test's own)
+#   pass-through -> batch_size, num_layers and bytes_per_number all varied (fixed_bytes, ignores_batch)
+#   state -> n/a: a function of its numbers alone, with nothing to keep or change
+#   gradient -> n/a: counts, nothing trained through
+#   type -> a tuple of two Python ints (float_head_size, returns_list)
+#   edge -> n/a: the docstring names no special case; G = 1 and G = H are ordinary cases of one formula (both run)
+#   symmetry -> G different from H, so that G h and N differ (kv_full_width)
+#   train-eval -> n/a: no dropout, no mode
+#   efficiency -> n/a: the contract promises no cost (the counts are a few multiplications)
 import torch as _torch
 
 _nn = _torch.nn
