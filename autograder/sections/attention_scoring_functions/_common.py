@@ -2,6 +2,8 @@
 # (autograder/assemble.py: hidden_tests), so every hidden block stays self-contained in its notebook cell.
 import math as _math
 
+import torch as _torch
+
 _T = checks.trusted
 _f64 = _T.float64
 
@@ -55,3 +57,62 @@ def _check_dropout_on_weights(layer, queries, equal_keys, p):
         hint="apply self.dropout to the attention weights, not to the output",
     )
     layer.eval()
+
+
+def _keep_of(lens, K):
+    """The (B, Q, K) mask of the valid keys for nested lists lens[b][i]."""
+    return _T.tensor([[[j < n for j in range(K)] for n in row] for row in lens])
+
+
+def _masked_torch(scores, keep):
+    """Masked softmax of (B, Q, K) scores in trusted torch, differentiable: exp(-inf) = 0 past the valid keys."""
+    return _T.softmax(_T.where(keep, scores, _T.tensor(float("-inf"), dtype=scores.dtype)), dim=-1)
+
+
+_HINT_GRAD = (
+    "compute with torch operations on the inputs, without .detach() (also not on the weights you store, when the "
+    "output is made from them), torch.no_grad(), .data or .tolist()"
+)
+
+
+def _check_gradients(what, call, inputs, names, reference, params=(), hint=_HINT_GRAD):
+    """The gradients of call(*inputs), a tuple of tensors, with respect to the inputs and params (name, parameter)
+    equal those of reference(*inputs, *params), the same tuple computed here with trusted torch. Each result is dotted
+    with a fixed random tensor and the sum differentiated, so every entry of every result counts."""
+    leaves = [t.detach().clone().requires_grad_() for t in inputs]
+    got = call(*leaves)
+    checks.check_true(
+        all(getattr(t, "requires_grad", False) is True for t in got),
+        f"{what}: the results for inputs that require grad carry a gradient (hidden)",
+        hint=hint,
+    )
+    gen = _T.Generator().manual_seed(1137)
+    probes = [_T.randn(*t.shape, generator=gen, dtype=t.dtype) for t in got]
+    targets = leaves + [p for _, p in params]
+    try:
+        grads = _torch.autograd.grad(sum((t * r).sum() for t, r in zip(got, probes)), targets, allow_unused=True)
+    except RuntimeError as err:  # e.g. a tensor autograd needs was modified in place
+        grads = None
+        checks.check_true(
+            False,
+            f"{what}: backpropagating through the results failed (hidden): {str(err).splitlines()[0]}",
+            hint="no in-place operation (x /= ..., x[...] = ...) on a tensor the gradient needs: write y = x / ...",
+        )
+    ref_leaves = [t.detach().clone().requires_grad_() for t in inputs] + [
+        p.detach().clone().requires_grad_() for _, p in params
+    ]
+    expected = reference(*ref_leaves)
+    ref_grads = _torch.autograd.grad(sum((t * r).sum() for t, r in zip(expected, probes)), ref_leaves)
+    for name, a, b in zip(list(names) + [n for n, _ in params], grads, ref_grads):
+        checks.check_true(a is not None, f"{what}: the gradient reaches the {name} (hidden)", hint=hint)
+        checks.check_close(a, b, f"{what}: the gradient of the {name} (hidden, float64)", atol=1e-10, rtol=0, hint=hint)
+
+
+def _check_inputs_unchanged(what, tensors, before):
+    """The caller's tensors hold what they held before the call (``before``: their values as nested lists)."""
+    checks.check_true(
+        [t.tolist() for t in tensors] == before,
+        f"{what} leaves the queries, keys and values as they were (hidden)",
+        hint="do not scale or mask an input in place (queries /= ..., X[...] = ...): write q = queries / ..., or "
+        "masked_fill, which return new tensors",
+    )

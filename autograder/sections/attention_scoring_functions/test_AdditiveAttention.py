@@ -12,6 +12,20 @@
 #   "after .double(), in float64." -> float64 compared at 1e-12
 #   "weights (B, Q, K), before dropout, in self.attention_weights;" -> training mode: weights 1/3, 3 equal keys
 #   "apply self.dropout to the weights and multiply by the values." -> training mode: outputs of dropped-out weights
+#   "forward(queries, keys, values, valid_lens=None):" -> a call without valid_lens
+#   "Additive attention, scores w_v^T tanh(W_q q + W_k k)" -> gradients of inputs and weights against autograd
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> weights and output against loops (no tanh; biases kept)
+#   dtype -> after .double(), float64 output and weights at 1e-12 (scores filled into a float32 buffer)
+#   device -> n/a: the contract names no device, and forward needs no tensor of its own (ref.masked_softmax masks)
+#   pass-through -> lengths per example and per query reach the mask (valid_lens not passed on)
+#   state -> n/a: forward only reads its inputs (the projections make new tensors before any in-place step)
+#   gradient -> gradients reach queries, keys, values, W_q, W_k and w_v as autograd's (weights stored .detach()ed)
+#   type -> n/a: forward returns one tensor and stores one, which check_close accepts only as exactly torch.Tensor
+#   edge -> no mask, and a call without valid_lens (its default None)
+#   symmetry -> d_q = 4 and d_k = 3 differ: W_q applied to the keys gets the wrong input size
+#   train-eval -> eval mode: no dropout; training mode: dropout on the weights, not on the output
+#   efficiency -> n/a: the (B, Q, K, N) sums are the method; the contract promises no bound
 import torch as _torch
 
 import qkv.attention as _qa
@@ -58,6 +72,11 @@ with checks.forbid_reference(AdditiveAttention, (_qa, "DotProductAttention"), (_
             _lin.weight.copy_(_w)
     for _name, _arg, _lens in _cases:
         _out = _layer(_q, _k, _v, _arg)
+        checks.check_true(
+            getattr(_out, "dtype", None) == _f64 and getattr(_layer.attention_weights, "dtype", None) == _f64,
+            f"after .double(), float64 inputs give float64 output and attention_weights (hidden, {_name})",
+            hint="compute from the inputs and layers as they are; a buffer made by torch.zeros needs dtype=",
+        )
         _W, _O = _attend_ref(_q.tolist(), _k.tolist(), _v.tolist(), _lens, _additive)
         checks.check_close(
             _layer.attention_weights,
@@ -68,4 +87,36 @@ with checks.forbid_reference(AdditiveAttention, (_qa, "DotProductAttention"), (_
             hint="score with w_v(tanh(W_q(q) + W_k(k))) for every query-key pair, then mask",
         )
         checks.check_close(_out, _T.tensor(_O, dtype=_f64), f"output (hidden, float64, {_name})", atol=1e-12, rtol=0)
+    # valid_lens defaults to None: no mask.
+    _W, _O = _attend_ref(_q.tolist(), _k.tolist(), _v.tolist(), [[5] * 3] * 2, _additive)
+    checks.check_close(
+        _layer(_q, _k, _v),
+        _T.tensor(_O, dtype=_f64),
+        "output of a call without valid_lens (hidden)",
+        atol=1e-12,
+        rtol=0,
+        hint="keep the default valid_lens=None of the signature",
+    )
+    # Gradients: the layer is trained through; the inputs and the three weight matrices must receive the gradients of
+    # the same attention written with torch.
+    _lens_g = [[1, 5, 3], [4, 2, 5]]
+    _keep_g = _keep_of(_lens_g, 5)
+
+    def _additive_ref(q, k, v, Wq, Wk, wv):
+        feats = _T.tanh(_T.matmul(q, Wq.T)[:, :, None, :] + _T.matmul(k, Wk.T)[:, None, :, :])  # (B, Q, K, N)
+        w = _masked_torch(_T.matmul(feats, wv[0]), _keep_g)  # (B, Q, K, N) @ (N,) -> (B, Q, K)
+        return _T.bmm(w, v), w
+
+    def _additive_call(q, k, v):
+        out = _layer(q, k, v, _T.tensor(_lens_g))
+        return out, _layer.attention_weights
+
+    _check_gradients(
+        "AdditiveAttention",
+        _additive_call,
+        [_q, _k, _v],
+        ["queries", "keys", "values"],
+        _additive_ref,
+        params=[(_nm + ".weight", getattr(_layer, _nm).weight) for _nm in ("W_q", "W_k", "w_v")],
+    )
     _check_dropout_on_weights(_layer, _T.randn(1, 64, 4, generator=_g, dtype=_f64), _T.zeros(1, 3, 3, dtype=_f64), 0.2)

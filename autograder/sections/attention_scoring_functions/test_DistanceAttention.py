@@ -11,6 +11,20 @@
 #   "It never forms the (B, Q, K, d) differences q - k" -> the memory probe, 40 queries, 48 keys, d = 128
 #   "no tensor it makes is more than 4 times the size of the largest of" -> the probe's bound, with:
 #   "the queries, the keys and the (B, Q, K) scores." -> the same probe
+#   "forward(queries, keys, values, valid_lens=None):" -> a call without valid_lens
+#   "Compute the scores (q.k - ||k||^2 / 2) / sqrt(d) with one bmm and the keys' squared" -> gradients against autograd
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> weights and output against explicit squared distances (no half, no scaling, + ||k||^2 / 2)
+#   dtype -> float64 output and weights at 1e-12 (sqrt(d) taken from a float32 tensor)
+#   device -> n/a: the contract names no device, and forward needs no tensor of its own (ref.masked_softmax masks)
+#   pass-through -> lengths per example and per query reach the mask (valid_lens not passed on)
+#   state -> n/a: forward only reads its inputs (the key norms and dot products are new tensors)
+#   gradient -> gradients of output and weights reach queries, keys and values (weights stored .detach()ed)
+#   type -> n/a: forward returns one tensor and stores one, which check_close accepts only as exactly torch.Tensor
+#   edge -> no mask, and a call without valid_lens (its default None)
+#   symmetry -> keys of very different norms: the queries' norms in place of the keys' cancel in the softmax
+#   train-eval -> eval mode: no dropout; training mode: dropout on the weights, not on the output
+#   efficiency -> the memory probe: no tensor of the (B, Q, K, d) differences (q - k formed for every pair)
 import torch.overrides as _ov
 
 
@@ -31,6 +45,11 @@ _layer = DistanceAttention(0.3)
 _layer.eval()
 for _name, _arg, _lens in _cases:
     _out = _layer(_q, _k, _v, _arg)
+    checks.check_true(
+        getattr(_out, "dtype", None) == _f64 and getattr(_layer.attention_weights, "dtype", None) == _f64,
+        f"float64 inputs give float64 output and attention_weights (hidden, {_name})",
+        hint="compute in the inputs' dtype: math.sqrt(d) or d ** 0.5, not torch.sqrt of a float32 tensor",
+    )
     _W, _O = _attend_ref(_q.tolist(), _k.tolist(), _v.tolist(), _lens, _distance)
     checks.check_close(
         _layer.attention_weights,
@@ -49,6 +68,33 @@ for _name, _arg, _lens in _cases:
         hint="keep float64 inputs in float64: take sqrt(d) with math.sqrt or d ** 0.5, not from a float32 tensor",
     )
     checks.check_close(_out, _T.tensor(_O, dtype=_f64), f"output (hidden, float64, {_name})", atol=1e-12, rtol=0)
+# valid_lens defaults to None: no mask.
+_W, _O = _attend_ref(_q.tolist(), _k.tolist(), _v.tolist(), [[5] * 4] * 2, _distance)
+checks.check_close(
+    _layer(_q, _k, _v),
+    _T.tensor(_O, dtype=_f64),
+    "output of a call without valid_lens (hidden)",
+    atol=1e-12,
+    rtol=0,
+    hint="keep the default valid_lens=None of the signature",
+)
+# Gradients: output and weights must carry the gradients of the same attention written with torch.
+_lens_g = [[1, 5, 2, 4], [3, 3, 5, 1]]
+_keep_g = _keep_of(_lens_g, 5)
+
+
+def _distance_ref(q, k, v):
+    scores = (_T.bmm(q, k.transpose(1, 2)) - 0.5 * (k * k).sum(dim=-1)[:, None, :]) / _math.sqrt(3)  # (B, Q, K)
+    w = _masked_torch(scores, _keep_g)
+    return _T.bmm(w, v), w
+
+
+def _distance_call(q, k, v):
+    out = _layer(q, k, v, _T.tensor(_lens_g))
+    return out, _layer.attention_weights
+
+
+_check_gradients("DistanceAttention", _distance_call, [_q, _k, _v], ["queries", "keys", "values"], _distance_ref)
 _check_dropout_on_weights(
     DistanceAttention(0.5), _T.randn(1, 64, 2, generator=_g, dtype=_f64), _T.zeros(1, 3, 2, dtype=_f64), 0.5
 )

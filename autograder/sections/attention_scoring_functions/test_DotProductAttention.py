@@ -8,6 +8,20 @@
 #   "float64 inputs give float64 weights and output, to float64 precision" -> compared at 1e-12
 #   "self.attention_weights as they are before dropout;" -> training mode: weights 1/3 with 3 equal keys
 #   "apply self.dropout to the weights (not to the output)" -> training mode: outputs of dropped-out weights
+#   "forward(queries, keys, values, valid_lens=None):" -> a call without valid_lens; the inputs after the calls
+#   "Scaled dot-product attention, softmax(Q K^T / sqrt(d)) V" -> gradients against autograd of torch's attention
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> weights and output against loops, d = 5 (no scaling, scaled by d)
+#   dtype -> float64 weights and output at 1e-12 (sqrt(d) taken from a float32 tensor)
+#   device -> n/a: the contract names no device, and forward needs no tensor of its own (ref.masked_softmax masks)
+#   pass-through -> lengths per example and per query reach the mask (valid_lens not passed on)
+#   state -> the queries, keys and values after the calls (the queries scaled in place)
+#   gradient -> gradients of output and weights reach queries, keys and values (weights stored .detach()ed)
+#   type -> n/a: forward returns one tensor and stores one, which check_close accepts only as exactly torch.Tensor
+#   edge -> no mask, and a call without valid_lens (its default None)
+#   symmetry -> d = 5 and K = 6 differ: the scale taken from the number of keys shows
+#   train-eval -> eval mode: no dropout; training mode: dropout on the weights (always on; on the output)
+#   efficiency -> n/a: the contract promises no time or memory bound
 import qkv.attention as _qa
 
 
@@ -32,8 +46,15 @@ _cases = [
 with checks.forbid_reference(DotProductAttention, (_qa, "DotProductAttention"), (_qa, "AdditiveAttention")):
     _layer = DotProductAttention(0.3)
     _layer.eval()
+    _before = [_t.tolist() for _t in (_q, _k, _v)]
     for _name, _arg, _lens in _cases:
         _out = _layer(_q, _k, _v, _arg)
+        _check_inputs_unchanged("DotProductAttention", (_q, _k, _v), _before)
+        checks.check_true(
+            getattr(_out, "dtype", None) == _f64 and getattr(_layer.attention_weights, "dtype", None) == _f64,
+            f"float64 inputs give float64 output and attention_weights (hidden, {_name})",
+            hint="compute in the inputs' dtype: math.sqrt(d) or d ** 0.5, not torch.sqrt of a float32 tensor",
+        )
         _W, _O = _attend_ref(_q.tolist(), _k.tolist(), _v.tolist(), _lens, _scaled_dot)
         checks.check_close(
             _layer.attention_weights,
@@ -46,6 +67,31 @@ with checks.forbid_reference(DotProductAttention, (_qa, "DotProductAttention"), 
         checks.check_close(
             _out, _T.tensor(_O, dtype=_f64), f"output (hidden, float64, v = 3, {_name})", atol=1e-12, rtol=0
         )
+    # valid_lens defaults to None: no mask.
+    _out = _layer(_q, _k, _v)
+    _W, _O = _attend_ref(_q.tolist(), _k.tolist(), _v.tolist(), [[6] * 3] * 2, _scaled_dot)
+    checks.check_close(
+        _out,
+        _T.tensor(_O, dtype=_f64),
+        "output of a call without valid_lens (hidden)",
+        atol=1e-12,
+        rtol=0,
+        hint="keep the default valid_lens=None of the signature",
+    )
+    # Gradients: the layer is trained through; output and weights must carry the gradients of the same attention
+    # written with torch.
+    _lens_g = [[1, 6, 3], [2, 5, 6]]
+    _keep_g = _keep_of(_lens_g, 6)
+
+    def _dot_ref(q, k, v):
+        w = _masked_torch(_T.bmm(q, k.transpose(1, 2)) / _math.sqrt(5), _keep_g)
+        return _T.bmm(w, v), w
+
+    def _dot_call(q, k, v):
+        out = _layer(q, k, v, _T.tensor(_lens_g))
+        return out, _layer.attention_weights
+
+    _check_gradients("DotProductAttention", _dot_call, [_q, _k, _v], ["queries", "keys", "values"], _dot_ref)
     _check_dropout_on_weights(
         DotProductAttention(0.5), _T.randn(1, 64, 2, generator=_g, dtype=_f64), _T.zeros(1, 3, 2, dtype=_f64), 0.5
     )

@@ -13,6 +13,19 @@
 #   "None, meaning no mask (a plain softmax over the keys)" -> valid_lens = None
 #   "and X itself is left unchanged." -> the scores X after the call
 #   "make every new tensor on X's device, and read no values out of a tensor" -> X and lengths on the meta device
+#   "Softmax over the last axis, zero past each valid length" -> its gradient, against autograd of torch's softmax
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> weights against loops (masked scores filled with 0, off by one, zeroed after the softmax)
+#   dtype -> float64 weights at 1e-12, X's dtype on 'meta' (a float32 softmax); float16: n/a, -1e6 overflows it
+#   device -> X and lengths on the 'meta' device (a mask's arange made on the CPU; lengths read with .tolist())
+#   pass-through -> lengths per example and per query must both mask (lengths ignored: a plain softmax)
+#   state -> the scores X after the call (masked in place, X[~keep] = -1e6)
+#   gradient -> the gradient of the weights with respect to X, against autograd of torch's softmax (a detached copy)
+#   type -> n/a: one tensor comes back, which check_close accepts only as exactly torch.Tensor
+#   edge -> lengths 1 and K, one query per example, and valid_lens=None (a None that is not handled)
+#   symmetry -> lengths per example [1, 5, 3] over 4 queries: repeat() for repeat_interleave() mixes the examples
+#   train-eval -> n/a: a function without a module, dropout or mode
+#   efficiency -> n/a: the contract promises no time or memory bound beyond reading no values (the device class)
 import math as _math
 
 import qkv.attention as _qa
@@ -136,3 +149,17 @@ for _name, _lens in (
         f"the weights should be on X's device ('meta') with X's dtype ({_name}); got {_Wm.device}, {_Wm.dtype}",
         hint=_hint_m,
     )
+
+# Gradients: attention layers learn their scores through the weights, so the weights must carry the gradient of a
+# softmax over the valid keys (and none to the masked scores).
+_lens_g = [[1, 2, 3, 4], [5, 5, 1, 2], [3, 1, 4, 5]]
+_keep_g = _keep_of(_lens_g, 5)
+_check_gradients(
+    "masked_softmax",
+    lambda X: (masked_softmax(X, _T.tensor(_lens_g)),),
+    [_T.tensor(_S, dtype=_f64)],
+    ["scores X"],
+    lambda X: (_masked_torch(X, _keep_g),),
+    hint="mask with tensor operations that keep the graph (masked_fill on X itself, not on a .detach() or .data "
+    "copy), then torch.softmax",
+)
