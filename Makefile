@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $@
 
 book: $(STAMP)
-	$(BIN)/python -m publish.build_book --edition $(EDITION)
+	$(BIN)/python -m $(if $(filter solutions,$(EDITION)),autograder.editions,publish.build_book --edition $(EDITION))
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

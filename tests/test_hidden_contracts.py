@@ -143,7 +143,14 @@ def test_each_hidden_test_names_every_class_of_mistake_and_has_its_mutants(sec, 
 
 def test_the_classes_reader_reads_each_class_and_flags_a_repeat():
     source = "\n".join(
-        ["# Hidden: x.", CLASSES_HEADER, "#   dtype -> float64 in", "#   device -> n/a: no tensors", "#   dtype -> again", "_x = 1"]
+        [
+            "# Hidden: x.",
+            CLASSES_HEADER,
+            "#   dtype -> float64 in",
+            "#   device -> n/a: no tensors",
+            "#   dtype -> again",
+            "_x = 1",
+        ]
     )
     assert classes(source) == {"dtype": "float64 in", "device": "n/a: no tensors", "dtype (twice)": "again"}
     assert classes("# Hidden: nothing.") == {}
