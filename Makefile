@@ -37,6 +37,7 @@ book: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	PYTHONPATH=. $(BIN)/lint-imports
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -55,7 +55,7 @@ The child
 
 The hidden tests
     A test cell comes with its hidden part after nbgrader's marker
-    (``### BEGIN HIDDEN TESTS``, kept in the gradebook's copy of the cell).
+    (``protocol.BEGIN_HIDDEN``, kept in the gradebook's copy of the cell).
     The visible part runs as a cell; if it passes, :func:`~.guard.run_hidden` runs
     the hidden part in a namespace of its own: the notebook's names (the
     answers), but ``checks``, ``torch`` and the modules the course's prefix
