@@ -2,8 +2,8 @@
 
 CONTRIBUTING.md, "Conventions": a number in the prose comes from a cell or a test that computes it. Each test below
 reads the number from the prose (or an image's alt text) of a section in ``book/``, computes it again from ``qkv`` (or
-from the section's own cells), and compares. When one fails, the message says what the prose says, what the computation gives,
-and which sentence to update.
+from the section's own cells), and compares. When one fails, the message says what the prose says, what the
+computation gives, and which sentence to update.
 """
 
 from __future__ import annotations
