@@ -95,8 +95,9 @@ def _check_edition(edition: str, transform: Transform | None) -> None:
         raise SystemExit(f"unknown edition {edition!r}: choose one of {', '.join(EDITIONS)}")
     if edition == "solutions" and transform is None:
         raise SystemExit(
-            "[book] the solutions edition is built on the instructors' side: make book EDITION=solutions "
-            "(python -m autograder.editions). A public tree has no solutions/ and builds the student edition: make book"
+            "[book] the solutions edition needs the instructors' repository, and is built there: "
+            "make book EDITION=solutions (python -m autograder.editions). This package builds the student edition "
+            "(a public tree has no solutions/): make book"
         )
 
 
@@ -147,7 +148,7 @@ def build(
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--edition", default="student", choices=["student"], help="(solutions: autograder.editions)")
+    parser.add_argument("--edition", default="student", choices=EDITIONS, help="solutions: autograder.editions")
     parser.add_argument("--strict", action="store_true", help="turn Sphinx warnings into errors")
     args = parser.parse_args(argv)
     build(args.edition, strict=args.strict)
