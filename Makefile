@@ -32,11 +32,12 @@ $(STAMP): pyproject.toml constraints.txt
 	@touch $@
 
 book: $(STAMP)
-	$(BIN)/python -m publish.build_book --edition $(EDITION)
+	$(BIN)/python -m $(if $(filter solutions,$(EDITION)),autograder.editions,publish.build_book --edition $(EDITION))
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	PYTHONPATH=. $(BIN)/lint-imports
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -17,7 +17,7 @@ One source for every piece (docs/design.md):
   ``checks.check_*`` and ``checks.trusted.*`` as the visible tests do; no
   rewriting is needed: when graded, each hidden block runs in a namespace of
   its own whose ``checks`` is the one the sandbox recorded before any student
-  code (``autograder.runner.run_hidden``). So a hidden block reads only the
+  code (``autograder.sandboxed.guard.run_hidden``). So a hidden block reads only the
   notebook's names (the answers, ``checks``, the setup cell's modules) and the
   builtins, never a name another hidden block binds.
 * ``autograder/sections/<module>/rubric.toml`` holds the model answer and
@@ -48,13 +48,14 @@ from types import ModuleType
 import nbformat
 
 from autograder import rubrics
+from autograder.sandboxed import protocol
 from course import notebooks as nbs
 from course.section import Section, section
 
 ROOT = nbs.ROOT
 
-BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
-BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+BEGIN_SOLUTION, END_SOLUTION = protocol.BEGIN_SOLUTION, protocol.END_SOLUTION
+BEGIN_HIDDEN, END_HIDDEN = protocol.BEGIN_HIDDEN, protocol.END_HIDDEN
 
 
 class AssemblyError(RuntimeError):

@@ -53,9 +53,10 @@ log = logging.getLogger("autograder.grade")
 
 
 def course_files(root: Path = ROOT) -> list[Path]:
-    """What the course version hashes: the code that runs inside the sandbox (the runner and the sandbox itself,
-    this module) and the ``qkv`` package the notebooks import (its Python files)."""
-    grader = [root / "autograder" / name for name in ("runner.py", "sandbox.py", "cluster.py")]
+    """What the course version hashes: the code that runs inside the sandbox (the ``sandboxed`` package, the
+    sandbox itself, this module) and the ``qkv`` package the notebooks import (its Python files)."""
+    grader = sorted((root / "autograder" / "sandboxed").glob("*.py"))
+    grader += [root / "autograder" / name for name in ("sandbox.py", "cluster.py")]
     qkv = sorted((root / "lib" / "qkv").rglob("*.py"))
     return [p for p in grader + qkv if p.is_file()]
 

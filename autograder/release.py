@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 
 from autograder import assemble
+from autograder.nbcourse import course_path
 from course import notebooks as nbs
 from course.section import sections as all_sections
-from publish.colab import language_info
 
 ROOT = nbs.ROOT
 COURSE = ROOT / "_build" / "course"
@@ -48,8 +48,8 @@ def write_sources(course: Path = COURSE, sections=None) -> list[Path]:
     for section in sections or all_sections():
         nb = assemble.solved(nbs.read(section.path), section.slug, markers=True, hidden=True)
         nb.metadata.pop("jupytext", None)
-        nb.metadata["language_info"] = language_info()  # nbgrader keeps it in the release
-        path = course / "source" / section.assignment / f"{section.slug}.ipynb"
+        nb.metadata["language_info"] = nbs.language_info()  # nbgrader keeps it in the release
+        path = course_path(course, "source", section.assignment, section.slug)
         nbs.write_if_changed(nb, path, fmt="ipynb")
         paths.append(path)
     return paths
@@ -66,7 +66,7 @@ def release(course: Path = COURSE, sections=None) -> list[Path]:
     result = subprocess.run(cmd, cwd=course, capture_output=True, text=True, env=env)
     if result.returncode:
         raise SystemExit(f"{result.stdout}{result.stderr}")
-    return [course / "release" / section.assignment / f"{section.slug}.ipynb" for section in sections]
+    return [course_path(course, "release", section.assignment, section.slug) for section in sections]
 
 
 def warm_trained(recipes=None) -> list:

@@ -225,7 +225,7 @@ def generate_feedback(course, assignments, jobs: int = 1) -> list[Path]:
     """nbgrader's ``generate_feedback`` for every autograded student of each assignment, the students shared
     among ``jobs`` forked copies of this process (which has nbgrader and nbconvert imported already);
     returns the feedback files."""
-    graded = course.root / "autograded"
+    graded = course.folder("autograded")  # one folder per student
     students = sorted(p.name for p in graded.iterdir() if p.is_dir()) if graded.is_dir() else []
     jobs = max(1, min(jobs, len(students) // 10))  # a fork is worth it for ten notebooks or more
     problems: list[str | None] = []
@@ -251,4 +251,4 @@ def generate_feedback(course, assignments, jobs: int = 1) -> list[Path]:
                 problems.append("nbgrader's feedback failed for some students (see above)")
     for problem in filter(None, problems):
         logging.getLogger("autograder.grade").warning(problem)
-    return sorted(p for a in assignments for p in (course.root / "feedback").glob(f"*/{a}/*.html"))
+    return sorted(p for a in assignments for p in course.folder("feedback").glob(f"*/{a}/*.html"))

@@ -62,6 +62,7 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.sandboxed import protocol
 from course import notebooks as nbs
 from course.section import Section
 
@@ -74,10 +75,10 @@ CRITERION_KEYS = {"points": "a positive number", "criterion": "what earns those 
 #: The tag of the cell that shows graders the model answer in an autograded notebook.
 TAG = "model-answer"
 TITLE = "Model answer and rubric (instructors)"
-TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader's ClearSolutions.text_stub, as autograder/nbgrader_config.py sets it
-BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
+TEXT_STUB = protocol.TEXT_STUB  # nbgrader's ClearSolutions.text_stub, as autograder/nbgrader_config.py sets it
+BEGIN_SOLUTION, END_SOLUTION = protocol.BEGIN_SOLUTION, protocol.END_SOLUTION
 # Text that nbgrader's preprocessors read as markers: a model answer holding one would break the release.
-_DELIMITERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "MARK SCHEME")
+_DELIMITERS = (*protocol.SOLUTION_WORDS, *protocol.HIDDEN_WORDS, "MARK SCHEME")
 
 
 class RubricError(ValueError):
@@ -231,8 +232,8 @@ def from_source(source_nb) -> dict[str, str]:
         if nbs.role(cell) != "answer":
             continue
         lines = cell.source.split("\n")
-        begin = [i for i, line in enumerate(lines) if "BEGIN SOLUTION" in line]
-        end = [i for i, line in enumerate(lines) if "END SOLUTION" in line]
+        begin = [i for i, line in enumerate(lines) if protocol.SOLUTION_WORDS[0] in line]
+        end = [i for i, line in enumerate(lines) if protocol.SOLUTION_WORDS[1] in line]
         if len(begin) == 1 and len(end) == 1 and begin[0] < end[0]:
             found[nbs.grade_id(cell)] = "\n".join(lines[begin[0] + 1 : end[0]]).strip()
     return found

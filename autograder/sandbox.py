@@ -1,7 +1,7 @@
 """The grading sandbox: bubblewrap around a zygote that runs each submission in a fresh child.
 
 Student code never runs in the grading process. :class:`Sandbox` starts
-``autograder/runner.py`` under Debian's ``bwrap`` with:
+the package ``autograder/sandboxed`` under Debian's ``bwrap`` with:
 
 * no network (``--unshare-all`` without ``--share-net``), new user, PID, IPC,
   UTS and cgroup namespaces, ``--die-with-parent``, ``--new-session``, no
@@ -14,7 +14,7 @@ Student code never runs in the grading process. :class:`Sandbox` starts
   ``autograder/sections``) and no submission exists in there;
 * small private tmpfs mounts for ``/tmp`` (HOME) and ``/dev/shm``, wiped between
   submissions;
-* per-child limits set by the runner: address space, CPU time, file size,
+* per-child limits set by the sandboxed package: address space, CPU time, file size,
   open files, processes (``RLIMIT_NPROC``, which the kernel ignores for root;
   the seccomp filter refuses new processes for everyone), and the wall-clock
   deadline, enforced by the zygote and, as a backstop, by this process, which
@@ -27,7 +27,7 @@ child forked from a zygote that never held a submission, and every process
 it left behind is killed before the next one starts. The zygote also runs,
 once, a notebook's *prefix*: the instructor's cells before the first answer
 cell, the same in every rebuilt submission; each child starts from their
-state, as if it had run them itself. See :mod:`autograder.runner` for the
+state, as if it had run them itself. See :mod:`autograder.sandboxed` for the
 other side of the protocol.
 
 What a sandbox cannot do: student code and the tests share one Python process
@@ -53,8 +53,11 @@ import threading
 import time
 from pathlib import Path
 
-RUNNER = Path(__file__).resolve().with_name("runner.py")
-RUNNER_IN_SANDBOX = "/opt/qkv-grader/runner.py"
+from autograder.sandboxed import protocol
+
+#: The package that runs inside the sandbox (bound read-only as a folder, run with ``python -m``).
+SANDBOXED = Path(__file__).resolve().with_name("sandboxed")
+SANDBOXED_IN_SANDBOX = f"{protocol.GRADER_IN_SANDBOX}/{protocol.PACKAGE}"
 #: Where the folder of trained weights appears inside the sandbox, whatever its place on the host (the test suite
 #: keeps its own under the repository's _build/, which student code must not learn of or see into).
 TRAINED_IN_SANDBOX = "/opt/qkv-trained"
@@ -106,7 +109,7 @@ class Limits:
     grace: float = 30.0  # the backstop waits this much longer than the deadline
 
     def child(self) -> dict:
-        """The resource limits the runner sets on each child (see :func:`autograder.runner.set_limits`)."""
+        """The resource limits the runner sets on each child (see :func:`autograder.sandboxed.cells.set_limits`)."""
         cpu = self.cpu if self.cpu is not None else int(2 * self.deadline) + 5
         return {"memory": self.memory, "cpu": cpu, "fsize": self.fsize, "nproc": self.nproc, "nofile": self.nofile}
 
@@ -228,8 +231,9 @@ def bwrap_args(limits: Limits, control_fd: int, preload=PRELOAD) -> list[str]:
             args += ["--ro-bind", str(path), str(path)]
     if trained:
         args += ["--ro-bind", str(trained[0]), TRAINED_IN_SANDBOX]
-    args += ["--ro-bind", str(RUNNER), RUNNER_IN_SANDBOX]
-    args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
+    args += ["--ro-bind", str(SANDBOXED), SANDBOXED_IN_SANDBOX]
+    # Started in the package's parent folder, so that ``-m`` finds it (sys.path[0]); the zygote then moves to /tmp.
+    args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", protocol.GRADER_IN_SANDBOX, "--clearenv"]
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp/home",
@@ -254,7 +258,7 @@ def bwrap_args(limits: Limits, control_fd: int, preload=PRELOAD) -> list[str]:
         env["PYTHONPATH"] = str(qkv_folder())
     for key, value in env.items():
         args += ["--setenv", key, value]
-    args += [sys.executable, "-s", "-B", RUNNER_IN_SANDBOX, "--control-fd", str(control_fd)]
+    args += [sys.executable, "-s", "-B", "-m", protocol.PACKAGE, "--control-fd", str(control_fd)]
     args += ["--preload", ",".join(preload)]
     return args
 
@@ -333,7 +337,7 @@ class Sandbox:
             raise SandboxUnavailable(f"the sandbox did not start: {message or 'no answer'}\n{tail.strip()}")
         self._prefix = ("null", {})
         if prefix:
-            request = {"op": "prefix", "cells": [[i, src] for i, src in prefix]}
+            request = {"op": protocol.OP_PREFIX, "cells": [[i, src] for i, src in prefix]}
             request.update(max_lines=self.limits.max_lines, max_chars=self.limits.max_chars)
             self._control.sendall(json.dumps(request).encode() + b"\n")
             reply = self._read_control(time.monotonic() + self.startup_timeout)
@@ -447,7 +451,7 @@ class Sandbox:
         result = RunResult(cells=dict(self._prefix[1]))
         ours, theirs = socket.socketpair()
         try:
-            request = {"op": "job", "deadline": limits.deadline, "limits": limits.child()}
+            request = {"op": protocol.OP_JOB, "deadline": limits.deadline, "limits": limits.child()}
             request = json.dumps(request).encode() + b"\n"
             socket.send_fds(self._control, [request], [theirs.fileno()])
         except OSError as err:

@@ -236,7 +236,7 @@ def compare(slug: str, args) -> int:
 
 
 SCALE_OUT = ROOT / "_build" / "benchmarks" / "grading-scale.md"
-JOURNAL = "grading-journal.jsonl"  # autograder.grade.Journal.NAME: one line per graded notebook, in the course folder
+JOURNAL = "grading-journal.jsonl"  # grading.journal.Journal.NAME: one line per graded notebook, in the course folder
 OVERHEAD_TARGET = 0.15  # the cluster path may cost at most 15% more per submission than the local one, on one machine
 
 

@@ -125,3 +125,13 @@ _STUB_RE = re.compile(
 def stub_regions(source: str) -> list[re.Match]:
     """The ``# YOUR CODE HERE`` / ``raise NotImplementedError()`` pairs in a stub cell's source."""
     return list(_STUB_RE.finditer(source))
+
+
+def language_info() -> dict:
+    """The notebook's ``language_info`` as this environment's IPython kernel (ipykernel) writes it.
+
+    JupyterLab fills it in from the kernel when a notebook opens, so a notebook without it opens as modified.
+    """
+    from ipykernel.ipkernel import IPythonKernel
+
+    return copy.deepcopy(IPythonKernel.language_info)

@@ -4,10 +4,12 @@
   ``uses-answers`` (demos that call the student's functions), are shown without
   output and are not executed (myst-nb's ``skip-execution`` tag); every other
   cell is executed.
-* ``solutions`` (for instructors): stubs are filled from ``solutions/`` by the
+* ``solutions`` (for instructors; :mod:`autograder.editions`, which passes its
+  ``transform`` to :func:`build`): stubs are filled from ``solutions/`` by the
   assembler, each written question's model answer and rubric
   (``autograder/sections/<module>/rubric.toml``) follows its answer cell in an
-  admonition, and every cell is executed.
+  admonition, and every cell is executed. This package never imports the
+  grader (the import-linter contract in ``pyproject.toml``).
 
 The sources are staged under ``_build/<edition>/src`` (only files whose text
 changed are rewritten, so Sphinx and Jupyter Book's execution cache keep a
@@ -23,12 +25,16 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import nbformat
+
 from course import notebooks as nbs
-from course.section import sections
+from course.section import Section, sections
 from publish import execute
 from publish.vendor import mathjax_dir
+from qkv.widgets import BOOK_BUILD_ENV
 
 ROOT = nbs.ROOT
 EDITIONS = ("student", "solutions")
@@ -36,25 +42,16 @@ RAISES = "raises-exception"  # the tag that lets a cell fail without stopping th
 STAGED_FILES = ("_config.yml", "_toc.yml", "references.bib")
 
 
-def _assembler():
-    """``autograder.assemble``, imported only for the solutions edition: the public edition of the repository
-    (``make public``) has neither ``autograder/`` nor ``solutions/`` and builds the student edition alone."""
-    if not (ROOT / "solutions").is_dir() or not (ROOT / "autograder" / "assemble.py").is_file():
-        raise SystemExit(
-            "[book] the solutions edition needs the instructors' repository: this tree has no solutions/ or "
-            "autograder/ (it is the public edition). Build the student edition instead: make book"
-        )
-    from autograder import assemble
-
-    return assemble
+#: What turns a graded page into its edition's version: ``transform(notebook, section) -> notebook``. The student
+#: edition has none (stubs stay stubs); the solutions edition's lives on the instructors' side
+#: (:mod:`autograder.editions`), so that this package, which ships in the public tree, never imports the grader.
+Transform = Callable[[nbformat.NotebookNode, Section], nbformat.NotebookNode]
 
 
-def stage(edition: str, dest: Path) -> list[Path]:
-    """Write the sources of ``edition`` under ``dest``; return the paths written."""
-    if edition not in EDITIONS:
-        raise SystemExit(f"unknown edition {edition!r}: choose one of {', '.join(EDITIONS)}")
-    if edition == "solutions":
-        assemble = _assembler()
+def stage(edition: str, dest: Path, transform: Transform | None = None) -> list[Path]:
+    """Write the sources of ``edition`` under ``dest`` (each graded page through ``transform``, when given);
+    return the paths written."""
+    _check_edition(edition, transform)
     written = []
     for name in STAGED_FILES:
         if nbs.write_text_if_changed(dest / name, (ROOT / name).read_text(encoding="utf-8")):
@@ -66,14 +63,8 @@ def stage(edition: str, dest: Path) -> list[Path]:
         target = dest / src.relative_to(ROOT)
         if src in graded:
             nb = nbs.read(src)
-            if edition == "solutions":
-                nb = assemble.solved(nb, graded[src], model_answers=True)
-                for cell in nb.cells:
-                    # Students' Run All goes past a failing test (raises-exception); with every stub answered, a
-                    # failing test is a bug of the course, and must stop this edition's build.
-                    tags = cell.metadata.get("tags", [])
-                    if RAISES in tags:
-                        cell.metadata["tags"] = [t for t in tags if t != RAISES]
+            if transform is not None:
+                nb = transform(nb, graded[src])
             else:
                 for cell in nb.cells:
                     if nbs.role(cell) in ("stub", "test") or nbs.USES_ANSWERS in cell.metadata.get("tags", []):
@@ -99,6 +90,17 @@ def stage(edition: str, dest: Path) -> list[Path]:
     return written
 
 
+def _check_edition(edition: str, transform: Transform | None) -> None:
+    if edition not in EDITIONS:
+        raise SystemExit(f"unknown edition {edition!r}: choose one of {', '.join(EDITIONS)}")
+    if edition == "solutions" and transform is None:
+        raise SystemExit(
+            "[book] the solutions edition needs the instructors' repository, and is built there: "
+            "make book EDITION=solutions (python -m autograder.editions). This package builds the student edition "
+            "(a public tree has no solutions/): make book"
+        )
+
+
 def default_out(edition: str) -> Path:
     """Where ``edition`` is built: ``_build/<edition>``, or ``_build/smoke/<edition>`` in a smoke run.
 
@@ -109,17 +111,21 @@ def default_out(edition: str) -> Path:
     return ROOT / "_build" / ("smoke" if smoke else "") / edition
 
 
-def build(edition: str, strict: bool = False, out: Path | None = None, quiet: bool = False) -> Path:
-    """Stage and build ``edition`` under ``out`` (default :func:`default_out`); return the folder of the HTML site."""
+def build(
+    edition: str, strict: bool = False, out: Path | None = None, quiet: bool = False, transform: Transform | None = None
+) -> Path:
+    """Stage (through ``transform``: :func:`stage`) and build ``edition`` under ``out`` (default :func:`default_out`);
+    return the folder of the HTML site."""
+    _check_edition(edition, transform)
     out = out or default_out(edition)
     src = out / "src"
     t0 = time.perf_counter()
-    written = stage(edition, src)
+    written = stage(edition, src, transform)
     print(f"[book] {edition} edition: {len(written)} source file(s) changed", flush=True)
     env = dict(os.environ)
     env.setdefault("QKV_DATA_DIR", str((ROOT.parent / "shared" / "data").resolve()))
     env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-    env["QKV_BOOK_BUILD"] = "1"  # widgets render as static figures in the book (qkv.widgets)
+    env[BOOK_BUILD_ENV] = "1"  # widgets render as static figures in the book (qkv.widgets)
     # The chapter-at-a-glance poster, linked from that page; redrawn only when qkv changed (publish/poster.py).
     # It is drawn while the notebooks run side by side (publish/execute.py); Jupyter Book then renders them from
     # its execution cache and runs only the pages that time code, alone.
@@ -144,7 +150,7 @@ def build(edition: str, strict: bool = False, out: Path | None = None, quiet: bo
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--edition", default="student", choices=EDITIONS)
+    parser.add_argument("--edition", default="student", choices=EDITIONS, help="solutions: autograder.editions")
     parser.add_argument("--strict", action="store_true", help="turn Sphinx warnings into errors")
     args = parser.parse_args(argv)
     build(args.edition, strict=args.strict)

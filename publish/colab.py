@@ -11,7 +11,6 @@ completed on Colab is graded like any other: the grader takes only the answer ce
 from __future__ import annotations
 
 import argparse
-import copy
 import hashlib
 from pathlib import Path
 
@@ -34,16 +33,6 @@ def repository() -> tuple[str, str, str]:
     return repo["url"].rstrip("/"), repo.get("branch", "main"), config["sphinx"]["config"]["qkv_colab_branch"]
 
 
-def language_info() -> dict:
-    """The notebook's ``language_info`` as this environment's IPython kernel (ipykernel) writes it.
-
-    JupyterLab fills it in from the kernel when a notebook opens, so a notebook without it opens as modified.
-    """
-    from ipykernel.ipkernel import IPythonKernel
-
-    return copy.deepcopy(IPythonKernel.language_info)
-
-
 def install_cell(url: str, branch: str) -> nbformat.NotebookNode:
     """The first cell: on Colab, install ``qkv`` from the repository; elsewhere, nothing."""
     source = (
@@ -63,7 +52,7 @@ def colab_notebook(section: Section, url: str, branch: str) -> nbformat.Notebook
     nb = nbs.read(section.path)
     nb.metadata.pop("jupytext", None)
     nb.metadata["colab"] = {"name": f"{section.slug}.ipynb", "provenance": []}
-    nb.metadata["language_info"] = language_info()
+    nb.metadata["language_info"] = nbs.language_info()
     seen: dict[str, int] = {}
     for cell in nb.cells:
         if cell.cell_type == "code":

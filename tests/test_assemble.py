@@ -79,8 +79,9 @@ def _parse_cell(source: str) -> ast.AST:
 
 @pytest.mark.parametrize("slug", [s.slug for s in sections()])
 def test_each_hidden_block_reads_only_the_notebooks_names_and_the_builtins(slug):
-    """When graded, each hidden block runs in a namespace of its own (autograder.runner.run_hidden): the notebook's
-    names and the builtins, not what another hidden block bound, which the in-process tests would not notice."""
+    """When graded, each hidden block runs in a namespace of its own (autograder.sandboxed.guard.run_hidden): the
+    notebook's names and the builtins, not what another hidden block bound, which the in-process tests would not
+    notice."""
     sec = section(slug)
     notebook, blocks = set(), {}
     for cell in sec.read().cells:

@@ -1,9 +1,9 @@
 """The numbers and facts the book's prose states, recomputed here, so that a change that makes one false fails.
 
-STYLE.md, point 14: a number in the prose comes from a cell or a test that computes it. Each test below reads the
-number from the prose (or an image's alt text) of a section in ``book/``, computes it again from ``qkv`` (or from the
-section's own cells), and compares. When one fails, the message says what the prose says, what the computation gives,
-and which sentence to update.
+CONTRIBUTING.md, "Conventions": a number in the prose comes from a cell or a test that computes it. Each test below
+reads the number from the prose (or an image's alt text) of a section in ``book/``, computes it again from ``qkv`` (or
+from the section's own cells), and compares. When one fails, the message says what the prose says, what the
+computation gives, and which sentence to update.
 """
 
 from __future__ import annotations

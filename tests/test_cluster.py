@@ -1,4 +1,4 @@
-"""Grading on a dask.distributed cluster (autograder.cluster) and resuming an interrupted run (grade.Journal).
+"""Grading on a dask.distributed cluster (autograder.cluster) and resuming an interrupted run (Journal).
 
 Real engines, smallest class that proves each point: six students of section 11.1 from the bad-submission corpus
 (two right answers, a wrong one, one whose answer returns an object equal to everything, one that leaves a thread
@@ -20,8 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from autograder import cluster, grade, release
+from autograder import cluster, release
 from autograder import sandbox as sb
+from autograder.grading import cli
+from autograder.grading.journal import Journal
+from autograder.grading.options import GradeOptions
+from autograder.nbcourse import Course, GradingError
 from tests.support import corpus, once
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +48,7 @@ def local_run(tmp_path_factory):
         course, subs = root / "course", root / "class"
         shutil.copytree(template, course)
         cases = corpus.build_some(subs, course, STUDENTS)
-        journal = course / grade.Journal.NAME
+        journal = course / Journal.NAME
         code, env = snapshot(root / "code")
         cmd = [sys.executable, "-m", "autograder.grade", str(subs), "--course", str(course), "--out"]
         cmd += [str(course / "reports"), "--jobs", "1", "--quiet", "--no-feedback", "--deadline", str(DEADLINE)]
@@ -70,7 +74,7 @@ def local_run(tmp_path_factory):
 
 def snapshot(folder: Path) -> tuple[Path, dict]:
     """A copy of the grader and of qkv to run the command from, and its environment: the journal keeps a result
-    only for the same course version (grade.Journal.token), which a checkout being edited meanwhile would change
+    only for the same course version (Journal.token), which a checkout being edited meanwhile would change
     between the two runs."""
     for part in ("autograder", "course", "publish", "lib/qkv"):
         shutil.copytree(ROOT / part, folder / part, ignore=shutil.ignore_patterns("__pycache__"))
@@ -104,7 +108,7 @@ def test_a_killed_coordinator_started_again_finishes_the_class_counting_nothing_
     assert f"resuming an interrupted run: {local_run['kept']} of {len(STUDENTS)} notebooks" in stderr
     assert not local_run["journal_left"]  # a finished class leaves no journal: the next run grades afresh
     check_against_cases(local_run["grades"], local_run["cases"])
-    course = grade.Course.load(Path(local_run["course"]))
+    course = Course.load(Path(local_run["course"]))
     with Gradebook(course.db_url, course.course_id) as gb:
         assert sorted(s.id for s in gb.students) == sorted(STUDENTS)
         for student, row in rows(local_run["grades"]).items():
@@ -157,9 +161,7 @@ def test_a_cluster_that_loses_a_worker_mid_batch_grades_as_the_local_run_and_odd
 
             def coordinator():
                 try:
-                    outcome["results"] = grade.grade(
-                        subs,
-                        course,
+                    options = GradeOptions(
                         jobs=2,
                         limits=sb.Limits(deadline=DEADLINE),
                         feedback=False,
@@ -167,12 +169,13 @@ def test_a_cluster_that_loses_a_worker_mid_batch_grades_as_the_local_run_and_odd
                         fixed=("deadline",),
                         cluster=lc.scheduler_address,
                     )
+                    outcome["results"] = cli.grade(subs, course, options=options)
                 except BaseException as err:  # noqa: BLE001 (reported by the assertion below)
                     outcome["error"] = err
 
             thread = threading.Thread(target=coordinator)
             thread.start()
-            journal = course / grade.Journal.NAME
+            journal = course / Journal.NAME
             while thread.is_alive() and not killed:  # kill a worker while it runs a notebook, after a first result
                 busy = {w: keys for w, keys in watcher.processing().items() if keys}
                 if journal_lines(journal) >= 2 and busy:
@@ -195,8 +198,10 @@ def test_a_cluster_that_loses_a_worker_mid_batch_grades_as_the_local_run_and_odd
         again = tmp_path / "again"
         shutil.copytree(template, again)
         before = (again / "gradebook.db").read_bytes()
-        with pytest.raises(grade.GradingError) as refused:
-            grade.grade(subs, again, feedback=False, progress=False, cluster=odd_cluster.scheduler_address)
+        with pytest.raises(GradingError) as refused:
+            cli.grade(
+                subs, again, options=GradeOptions(feedback=False, progress=False, cluster=odd_cluster.scheduler_address)
+            )
         message = str(refused.value)
         assert "odd-worker" in message or "worker tcp://127.0.0.1:" in message
         assert "bubblewrap does not work there" in message and "course version" in message
@@ -218,11 +223,11 @@ def test_an_unreachable_scheduler_is_a_quick_clear_error_and_nothing_is_written(
     monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 2.0)
     course = tmp_path / "course"
     started = time.monotonic()
-    with pytest.raises(grade.GradingError, match=rf"could not reach the dask scheduler at tcp://127.0.0.1:{port}"):
-        grade.grade(tmp_path / "class", course, cluster=f"tcp://127.0.0.1:{port}", progress=False)
+    with pytest.raises(GradingError, match=rf"could not reach the dask scheduler at tcp://127.0.0.1:{port}"):
+        cli.grade(tmp_path / "class", course, options=GradeOptions(cluster=f"tcp://127.0.0.1:{port}", progress=False))
     assert time.monotonic() - started < 15
     assert not course.exists()
-    with pytest.raises(grade.GradingError, match="scheduler's address"):
+    with pytest.raises(GradingError, match="scheduler's address"):
         cluster.connect("127.0.0.1:8786")
 
 

@@ -1,6 +1,6 @@
 """Tests for qkv.figures.multihead_attention (D2L 11.5): the glance diagram, the trained toy model whose heads the
-book draws, the head-importance experiment, and the claims the section's prose makes about them (STYLE.md, point
-14: a claim in the prose is computed, here or in a cell)."""
+book draws, the head-importance experiment, and the claims the section's prose makes about them (CONTRIBUTING.md,
+"Conventions": a claim in the prose is computed, here or in a cell)."""
 
 import math
 import re

@@ -29,7 +29,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import grade, gradebook, release, report, rubrics, submissions
+from autograder import gradebook, release, report, rubrics, submissions
+from autograder.grading import cli
+from autograder.grading.journal import Journal
+from autograder.grading.options import GradeOptions
+from autograder.grading.outputs import clean_outputs, integrity_changes, name_exercises, stub_exercises
+from autograder.grading.rebuild import rebuild, untrusted_is_answer, untrusted_meta
+from autograder.grading.results import Result
+from autograder.nbcourse import Course, GradingError
+from autograder.sandboxed import protocol
 from course.section import section
 from tests.support import corpus, once
 from tests.test_rubrics import needles, plain_runs
@@ -101,7 +109,7 @@ def test_rebuild_takes_only_the_answers_and_reports_the_rest():
     sub.cells.append(forged)  # a second answer cell f, after the first
     sub.cells.insert(0, cell("code", "x = 1", grade_id="test_f", solution=True))  # poses as test_f's answer
     sub.metadata["kernelspec"] = {"name": "evil", "display_name": "Evil", "language": "python"}
-    nb, notes, tampered = grade.rebuild(release, sub)
+    nb, notes, tampered = rebuild(release, sub)
     assert [c.source for c in nb.cells] == [
         "import torch",
         "def f():\n    return 1",  # the first answer f
@@ -123,7 +131,7 @@ def test_rebuild_does_not_call_changed_tags_tampering():
         sub = copy.deepcopy(release)
         sub.cells[2].metadata["tags"] = tags
         sub.cells[0].metadata["tags"] = tags
-        nb, notes, tampered = grade.rebuild(release, sub)
+        nb, notes, tampered = rebuild(release, sub)
         assert tampered == [] and notes == [], tags
         assert nb.cells[2].metadata["tags"] == ["raises-exception"] and "tags" not in nb.cells[0].metadata
 
@@ -135,7 +143,7 @@ def test_rebuild_falls_back_to_the_stub_for_deleted_or_retyped_answers():
     retyped = copy.deepcopy(release)
     retyped.cells[1] = cell("markdown", "def f():\n    return 1", **retyped.cells[1].metadata.nbgrader)
     for sub, why in ((deleted, "is missing"), (retyped, "changed type")):
-        nb, notes, tampered = grade.rebuild(release, sub)
+        nb, notes, tampered = rebuild(release, sub)
         assert nb.cells[1].source == release.cells[1].source and nb.cells[1].cell_type == "code"
         assert any(why in n for n in notes) and tampered == []
 
@@ -155,7 +163,7 @@ def test_rebuild_reads_malformed_metadata_that_nbgraders_helpers_raise_on(tmp_pa
         for helper in (is_solution, is_locked):
             with pytest.raises(AttributeError):
                 helper(sub.cells[index])
-        nb, notes, tampered = grade.rebuild(release, sub)
+        nb, notes, tampered = rebuild(release, sub)
         assert [c.source for c in nb.cells] == [c.source for c in release.cells]
         if index == 1:  # the answer cell f: its stub is graded
             assert (notes, tampered) == (["answer cell 'f' is missing: its stub was graded"], []), nbgrader
@@ -164,7 +172,7 @@ def test_rebuild_reads_malformed_metadata_that_nbgraders_helpers_raise_on(tmp_pa
     list_metadata = nbformat.from_dict({"cell_type": "code", "source": "", "metadata": ["nbgrader"], "outputs": []})
     with pytest.raises(TypeError):
         is_solution(list_metadata)
-    assert grade._untrusted_meta(list_metadata) == {} and not grade._untrusted_is_answer(list_metadata)
+    assert untrusted_meta(list_metadata) == {} and not untrusted_is_answer(list_metadata)
 
 
 def test_invalid_files_are_named_for_what_they_are(tmp_path):
@@ -192,12 +200,12 @@ def test_clean_outputs_keeps_only_known_fields_of_known_outputs():
         {"output_type": "unknown"},
         "not a dict",
     ]
-    out = grade.clean_outputs(raw)
+    out = clean_outputs(raw)
     assert [o.output_type for o in out] == ["stream", "display_data", "error", "execute_result"]
     assert out[0] == {"output_type": "stream", "name": "stdout", "text": "hi\n"}
     assert out[1].data == {"text/plain": "fig"}
     assert out[2].traceback == ["a", ""] and out[3].data == {"text/plain": "42"} and out[3].execution_count is None
-    assert grade.clean_outputs({"output_type": "stream"}) == []
+    assert clean_outputs({"output_type": "stream"}) == []
 
 
 def test_pass_rates_and_histogram_count_what_is_scored_so_far():
@@ -206,7 +214,21 @@ def test_pass_rates_and_histogram_count_what_is_scored_so_far():
     def result(student, status, penalty=0.0, **ex):
         total = sum(v or 0 for v in ex.values()) - penalty
         waiting = tuple(g for g, v in ex.items() if v is None)
-        return grade.Result(student, "a", "nb", status, "", total, 4.0, ex, points, 0.0, waiting, 0.0, penalty)
+        return Result(
+            student=student,
+            assignment="a",
+            notebook="nb",
+            status=status,
+            reason="",
+            score=total,
+            max_score=4.0,
+            exercises=ex,
+            max_points=points,
+            seconds=0.0,
+            waiting=waiting,
+            seconds_late=0.0,
+            late_penalty=penalty,
+        )
 
     results = [
         result("ann", "graded", t1=2.0, t2=0.0, essay=None),
@@ -256,7 +278,18 @@ def test_failures_name_the_check_that_failed_the_same_way_for_everyone():
     points = {"test_f": 1.0, "test_g": 1.0}
 
     def result(student, **failed):
-        return grade.Result(student, "a", "nb", "graded", "", 0.0, 2.0, {}, points, failures=failed)
+        return Result(
+            student=student,
+            assignment="a",
+            notebook="nb",
+            status="graded",
+            reason="",
+            score=0.0,
+            max_score=2.0,
+            exercises={},
+            max_points=points,
+            failures=failed,
+        )
 
     results = [
         result("ann", test_g="NotImplementedError", test_f="x wrong"),
@@ -282,7 +315,7 @@ def test_an_unwritten_stub_is_named_by_its_exercise_from_the_release_not_the_sub
             cell("code", "# Exercise 9: a test cell, not a stub\ndef g():\n    pass", grade=True, solution=False),
         ]
     )
-    exercises = grade.stub_exercises(release)
+    exercises = stub_exercises(release)
     assert exercises == {"f": "1", "C": "2"}
 
     def error(evalue):
@@ -298,7 +331,7 @@ def test_an_unwritten_stub_is_named_by_its_exercise_from_the_release_not_the_sub
     run.cells[0].outputs = [error("f is not written yet" + rest)]
     run.cells[1].outputs = [error("C is not written yet" + rest), error("helper is not written yet" + rest)]
     run.cells[1].outputs.append(nbformat.v4.new_output("error", ename="NotImplementedError", evalue="no CUDA"))
-    grade.name_exercises(run, exercises)
+    name_exercises(run, exercises)
     assert run.cells[0].outputs[0].evalue == "Exercise 1 (f) is not written yet" + rest  # the release's number
     named = run.cells[1].outputs[0]
     assert named.evalue == "Exercise 2 (C) is not written yet" + rest
@@ -311,7 +344,7 @@ def test_an_unwritten_stub_is_named_by_its_exercise_from_the_release_not_the_sub
 def test_integrity_changes_are_read_from_test_cells_once_each_where_first_found():
     def tampered(*lines):
         text = "\n".join(["the answers changed objects that the hidden tests rely on:", *lines, "(found before)"])
-        return nbformat.v4.new_output("error", ename=grade.TAMPERED_ENAME, evalue=text, traceback=[])
+        return nbformat.v4.new_output("error", ename=protocol.TAMPERED, evalue=text, traceback=[])
 
     nb = nbformat.v4.new_notebook(
         cells=[
@@ -320,11 +353,11 @@ def test_integrity_changes_are_read_from_test_cells_once_each_where_first_found(
             cell("code", "test", grade_id="test_g", grade=True, solution=False, points=1),
         ]
     )
-    assert grade.integrity_changes(nb) == ([], None)
+    assert integrity_changes(nb) == ([], None)
     nb.cells[0].outputs = [tampered("- forged in an answer cell")]  # not a test cell: not the sandbox's report
     nb.cells[1].outputs = [tampered("- qkv.checks.check_close was replaced")]
     nb.cells[2].outputs = [tampered("- qkv.checks.check_close was replaced", "- builtins.max was replaced")]
-    assert grade.integrity_changes(nb) == (
+    assert integrity_changes(nb) == (
         ["qkv.checks.check_close was replaced", "builtins.max was replaced"],
         "test_f",
     )
@@ -336,8 +369,21 @@ def test_the_report_shows_what_students_wrote_as_text_never_as_markup(tmp_path):
 
     def result(student, score, reason="", **failed):
         ex = {"test_f": score, "essay": None}
-        return grade.Result(
-            student, SLUG, SLUG, "graded", reason, score, 2.0, ex, points, 1.0, ("essay",), 0.0, 0.0, failed
+        return Result(
+            student=student,
+            assignment=SLUG,
+            notebook=SLUG,
+            status="graded",
+            reason=reason,
+            score=score,
+            max_score=2.0,
+            exercises=ex,
+            max_points=points,
+            seconds=1.0,
+            waiting=("essay",),
+            seconds_late=0.0,
+            late_penalty=0.0,
+            failures=failed,
         )
 
     results = [
@@ -373,7 +419,7 @@ def test_read_timestamp_reads_nbgraders_file_and_refuses_odd_ones(tmp_path):
 
 
 def fake_course(tmp_path):
-    return grade.Course(tmp_path, None, "", "", {"a1": ["nb"], "a2": ["nb2"]})
+    return Course(tmp_path, None, "", "", {"a1": ["nb"], "a2": ["nb2"]})
 
 
 def test_discover_gives_every_student_every_handed_in_assignment(tmp_path):
@@ -432,7 +478,7 @@ def test_extract_zip_skips_unsafe_entries_and_refuses_bombs(tmp_path):
 def test_refuses_to_grade_without_bwrap(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("QKV_BWRAP", str(tmp_path / "no-bwrap"))
     (tmp_path / "class" / "ann" / SLUG).mkdir(parents=True)
-    code = grade.main([str(tmp_path / "class"), "--course", str(tmp_path / "course"), "--quiet"])
+    code = cli.main([str(tmp_path / "class"), "--course", str(tmp_path / "course"), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and "bubblewrap" in err and "Nothing was graded" in err
     assert not (tmp_path / "course").exists()
@@ -463,7 +509,7 @@ def graded_class(template, tmp_path_factory):
         shutil.copytree(template, course_dir)
         make_class(subs, course_dir)
         args = [str(subs), "--course", str(course_dir), "--jobs", "2", "--out", str(out), "--deadline", "30"]
-        return grade.main([*args, "--quiet"])
+        return cli.main([*args, "--quiet"])
 
     folder = once.shared_dir(tmp_path_factory) / "grading-cli"
     return folder, corpus.run_once(folder, produce)
@@ -550,7 +596,7 @@ def test_a_zip_of_the_class_grades_the_same(graded_class, template, tmp_path):
             zf.write(path, "collected/" + str(path.relative_to(root / "class")))
         zf.writestr("../../escaped.txt", "x")
     shutil.copytree(template, tmp_path / "course")
-    code = grade.main(
+    code = cli.main(
         [
             str(archive),
             "--course",
@@ -590,7 +636,7 @@ def test_a_regrade_keeps_the_graders_scores_and_late_work_is_marked(template, tm
     db = f"sqlite:///{course_dir / 'gradebook.db'}"
     with Gradebook(db) as gb:
         gb.update_or_create_assignment(SLUG, duedate=due)
-    assert grade.main(args) == 0
+    assert cli.main(args) == 0
     rows = {r["student"]: r for r in read_csv(out / "grades.csv")}
     assert (rows["partly"]["score"], rows["partly"]["late_penalty"], rows["partly"]["seconds_late"]) == (
         "0",
@@ -609,7 +655,7 @@ def test_a_regrade_keeps_the_graders_scores_and_late_work_is_marked(template, tm
                 grade_cell.manual_score = 1.0 if grade_cell.name == "answer_exact_lookup" else 0.0
                 grade_cell.needs_manual_grade = False
         gb.db.commit()
-    assert grade.main(args) == 0
+    assert cli.main(args) == 0
     rows = {r["student"]: r for r in read_csv(out / "grades.csv")}
     good = rows["good"]
     assert (good["score"], good["answer_exact_lookup"], good["answer_search_engine"], good["ungraded"]) == (
@@ -736,7 +782,7 @@ def test_the_formgrader_shows_the_graded_class_and_its_scores_survive_a_regrade(
 
     out = tmp_path / "out"
     args = [str(root / "class"), "--course", str(course_dir), "--jobs", "2", "--out", str(out), "--quiet"]
-    assert grade.main([*args, "--no-feedback"]) == 0
+    assert cli.main([*args, "--no-feedback"]) == 0
     rows = {r["student"]: r for r in read_csv(out / "grades.csv")}
     assert (rows["partly"]["score"], rows["partly"]["answer_search_engine"], rows["partly"]["ungraded"]) == (
         "7.5",
@@ -760,7 +806,7 @@ def test_a_tampered_notebook_scores_zero_unless_the_instructor_keeps_its_score(t
     nbformat.write(edited, str(subs / "edited" / SLUG / f"{SLUG}.ipynb"))
     args = [str(subs), "--course", str(course_dir), "--jobs", "1", "--quiet", "--no-feedback"]
 
-    assert grade.main([*args, "--out", str(tmp_path / "zero")]) == 0
+    assert cli.main([*args, "--out", str(tmp_path / "zero")]) == 0
     said = capsys.readouterr().out  # where everything went, and what is left to do
     assert (
         "graded 1 notebook in" in said
@@ -773,7 +819,7 @@ def test_a_tampered_notebook_scores_zero_unless_the_instructor_keeps_its_score(t
     assert (row["status"], row["score"]) == ("tampered", "0")
     assert "scores zero" in row["reason"] and "test_sharp_similarity (source changed)" in row["reason"]
 
-    assert grade.main([*args, "--out", str(tmp_path / "keep"), "--tampered", "keep"]) == 0
+    assert cli.main([*args, "--out", str(tmp_path / "keep"), "--tampered", "keep"]) == 0
     (row,) = read_csv(tmp_path / "keep" / "grades.csv")
     assert (row["status"], row["score"], row["test_sharp_similarity"]) == (
         "tampered",
@@ -781,8 +827,8 @@ def test_a_tampered_notebook_scores_zero_unless_the_instructor_keeps_its_score(t
         "0",
     )  # the course's test ran
     assert "replaced by the course's" in row["reason"]
-    with pytest.raises(grade.GradingError, match="tampered must be one of zero, keep"):
-        grade.grade(subs, course_dir, tampered="forgive")
+    with pytest.raises(GradingError, match="tampered must be one of zero, keep"):
+        GradeOptions(tampered="forgive")
 
     # Tampered and then too slow: the timeout is the status, and the notebook still scores zero (the tests that ran
     # before the deadline would otherwise keep their points).
@@ -791,7 +837,7 @@ def test_a_tampered_notebook_scores_zero_unless_the_instructor_keeps_its_score(t
     (slow_class / "slow" / SLUG).mkdir(parents=True)
     nbformat.write(slow, str(slow_class / "slow" / SLUG / f"{SLUG}.ipynb"))
     slow_args = [str(slow_class), "--course", str(course_dir), "--jobs", "1", "--quiet", "--no-feedback"]
-    assert grade.main([*slow_args, "--deadline", "8", "--out", str(tmp_path / "slow_out")]) == 0
+    assert cli.main([*slow_args, "--deadline", "8", "--out", str(tmp_path / "slow_out")]) == 0
     (row,) = read_csv(tmp_path / "slow_out" / "grades.csv")
     assert (row["status"], row["score"]) == ("timeout", "0") and "scores zero" in row["reason"]
 
@@ -801,9 +847,19 @@ def test_a_tampered_notebook_scores_zero_unless_the_instructor_keeps_its_score(t
 
 def test_the_journal_keeps_whole_lines_of_the_same_submissions_only(tmp_path):
     def result(student, score):
-        return grade.Result(student, SLUG, SLUG, "graded", "", score, 10.0, {"t": score, "w": None}, {"t": 10.0})
+        return Result(
+            student=student,
+            assignment=SLUG,
+            notebook=SLUG,
+            status="graded",
+            reason="",
+            score=score,
+            max_score=10.0,
+            exercises={"t": score, "w": None},
+            max_points={"t": 10.0},
+        )
 
-    journal = grade.Journal(tmp_path / grade.Journal.NAME)
+    journal = Journal(tmp_path / Journal.NAME)
     journal.add("tok-a", result("a", 3.0))
     journal.add("tok-b", result("b", 4.0))
     journal.close()
@@ -816,4 +872,4 @@ def test_the_journal_keeps_whole_lines_of_the_same_submissions_only(tmp_path):
     journal.close()
     assert list(journal.finished({("d", SLUG, SLUG): "tok-d"}).values()) == [result("d", 5.0)]
     journal.remove()
-    assert not journal.path.exists() and grade.Journal(None).finished(tokens) == {}
+    assert not journal.path.exists() and Journal(None).finished(tokens) == {}

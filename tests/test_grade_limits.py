@@ -20,8 +20,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import grade, release
+from autograder import release
 from autograder import sandbox as sb
+from autograder.grading import cli, schedule
+from autograder.grading.limits import FIXABLE, LIMIT_FIELDS, notebook_limits, section_limits
+from autograder.grading.options import GradeOptions
+from autograder.grading.schedule import LOCAL_WINDOW, grade_here
+from autograder.nbcourse import Course, GradingError
 from course import notebooks as nbs
 from course.section import LIMIT_KEYS, Section, section
 from tests.support import corpus, once
@@ -38,57 +43,57 @@ needs_bwrap = pytest.mark.skipif(
 
 
 def test_every_key_a_section_may_set_is_a_limit_of_the_sandbox():
-    assert set(grade.LIMIT_FIELDS) == set(LIMIT_KEYS)
+    assert set(LIMIT_FIELDS) == set(LIMIT_KEYS)
     fields = {f.name for f in dataclasses.fields(sb.Limits)}
-    assert set(grade.FIXABLE) <= fields and set(grade.FIXABLE) == {"deadline", "memory"}
+    assert set(FIXABLE) <= fields and set(FIXABLE) == {"deadline", "memory"}
 
 
 def test_a_sections_block_replaces_the_defaults_and_the_command_line_wins():
     block = {"deadline_s": 300, "memory_gib": 4.5}
     base = sb.Limits()
-    assert grade.section_limits({}, base) == base
-    mine = grade.section_limits(block, base)
+    assert section_limits({}, base) == base
+    mine = section_limits(block, base)
     assert (mine.deadline, mine.memory) == (300.0, int(4.5 * sb.GiB))
     assert dataclasses.replace(mine, deadline=base.deadline, memory=base.memory) == base  # nothing else changes
     instructor = sb.Limits(deadline=30.0)
-    fixed = grade.section_limits(block, instructor, fixed=("deadline",))
+    fixed = section_limits(block, instructor, fixed=("deadline",))
     assert (fixed.deadline, fixed.memory) == (30.0, int(4.5 * sb.GiB))  # --deadline given; --memory not
-    both = grade.section_limits(block, sb.Limits(deadline=30.0, memory=sb.GiB), fixed=("deadline", "memory"))
+    both = section_limits(block, sb.Limits(deadline=30.0, memory=sb.GiB), fixed=("deadline", "memory"))
     assert (both.deadline, both.memory) == (30.0, sb.GiB)
 
 
 def test_the_command_line_fixes_exactly_the_limits_it_was_given(monkeypatch, tmp_path, capsys):
     calls = []
-    monkeypatch.setattr(grade, "grade", lambda *args, **kwargs: calls.append((args, kwargs)) or [])
+    monkeypatch.setattr(cli, "grade", lambda submissions, course, out, options: calls.append(options) or [])
     common = [str(tmp_path), "--course", str(tmp_path), "--quiet", "--no-feedback"]
-    assert grade.main(common) == 0
-    assert calls[-1][0][4] == sb.Limits() and calls[-1][1]["fixed"] == ()
-    assert grade.main([*common, "--deadline", "30"]) == 0
-    assert calls[-1][0][4] == sb.Limits(deadline=30.0) and calls[-1][1]["fixed"] == ("deadline",)
-    assert grade.main([*common, "--memory", "1.5", "--deadline", "30"]) == 0
-    limits, fixed = calls[-1][0][4], calls[-1][1]["fixed"]
+    assert cli.main(common) == 0
+    assert calls[-1].limits == sb.Limits() and calls[-1].fixed == ()
+    assert cli.main([*common, "--deadline", "30"]) == 0
+    assert calls[-1].limits == sb.Limits(deadline=30.0) and calls[-1].fixed == ("deadline",)
+    assert cli.main([*common, "--memory", "1.5", "--deadline", "30"]) == 0
+    limits, fixed = calls[-1].limits, calls[-1].fixed
     assert (limits.deadline, limits.memory, sorted(fixed)) == (30.0, int(1.5 * sb.GiB), ["deadline", "memory"])
     for bad, why in (("0", "must be above zero, not 0"), ("soon", "'soon' is not a number")):
         with pytest.raises(SystemExit) as exit:
-            grade.main([*common, "--deadline", bad])
+            cli.main([*common, "--deadline", bad])
         assert exit.value.code == 2 and why in capsys.readouterr().err
-    monkeypatch.undo()  # the real grade(): it refuses to fix a limit no section sets, before anything else
-    with pytest.raises(grade.GradingError, match=r"fixed names limits a section may set \(deadline, memory\)"):
-        grade.grade(tmp_path, tmp_path, fixed=("cpu",))
+    # The run's options refuse to fix a limit no section sets, before anything else.
+    with pytest.raises(GradingError, match=r"fixed names limits a section may set \(deadline, memory\)"):
+        GradeOptions(fixed=("cpu",))
 
 
-def fake_course(root: Path, grading) -> grade.Course:
+def fake_course(root: Path, grading) -> Course:
     nb = nbformat.v4.new_notebook()
     nb.metadata["grading"] = grading
     (root / "release" / "a").mkdir(parents=True)
     nbformat.write(nb, str(root / "release" / "a" / "a.ipynb"))
-    return grade.Course(root, None, "", "", {"a": ["a"]})
+    return Course(root, None, "", "", {"a": ["a"]})
 
 
 def test_an_invalid_block_in_a_release_names_the_file_and_what_to_do(tmp_path):
     course = fake_course(tmp_path, {"deadline_s": "soon"})
-    with pytest.raises(grade.GradingError) as err:
-        grade.notebook_limits(course, "a", "a", sb.Limits())
+    with pytest.raises(GradingError) as err:
+        notebook_limits(course, "a", "a", sb.Limits())
     said = str(err.value)
     assert said.startswith(f"{tmp_path / 'release' / 'a' / 'a.ipynb'}: grading: deadline_s must be a positive number")
     assert "book/a.md" in said and "make release" in said and "Nothing was graded" in said
@@ -144,7 +149,7 @@ def graded(tmp_path_factory):
         shutil.copytree(built, root / "course")
         write_class(root / "class", built)
         args = [str(root / "class"), "--course", str(root / "course"), "--out", str(root / "out")]
-        code = grade.main([*args, "--jobs", "2", "--quiet", "--no-feedback"])
+        code = cli.main([*args, "--jobs", "2", "--quiet", "--no-feedback"])
         return {"code": code, "rows": read_rows(root / "out" / "grades.csv")}
 
     folder = once.shared_dir(tmp_path_factory) / "grading-limits"
@@ -193,7 +198,7 @@ def test_a_deadline_given_on_the_command_line_holds_for_every_section(graded, tm
     shutil.copytree(root / "released", tmp_path / "course")
     write_class(tmp_path / "class", tmp_path / "course", {"plain": {}}, (TIGHT,))
     args = [str(tmp_path / "class"), "--course", str(tmp_path / "course"), "--out", str(tmp_path / "out")]
-    assert grade.main([*args, "--deadline", "60", "--jobs", "1", "--quiet", "--no-feedback"]) == 0
+    assert cli.main([*args, "--deadline", "60", "--jobs", "1", "--quiet", "--no-feedback"]) == 0
     (row,) = read_rows(tmp_path / "out" / "grades.csv").values()
     assert (row["student"], row["assignment"], row["status"]) == ("plain", TIGHT, "graded")
 
@@ -214,7 +219,7 @@ def test_an_invalid_block_in_the_release_stops_the_run_before_any_grade(graded, 
     write_class(tmp_path / "class", course_dir, {"plain": {}}, (QUICK,))
     write_class(tmp_path / "class", course_dir, {"other": {}}, (TIGHT,))
     args = [str(tmp_path / "class"), "--course", str(course_dir), "--out", str(tmp_path / "out"), "--quiet"]
-    assert grade.main(args) == 2
+    assert cli.main(args) == 2
     said = capsys.readouterr().err
     assert f"grade: {path}: unknown key(s) ['gpus'] in the front matter's grading:" in said
     assert f"book/{TIGHT}.md" in said and "Nothing was graded" in said
@@ -252,10 +257,10 @@ def test_local_grading_prepares_notebooks_only_as_sandboxes_have_room(monkeypatc
         def close(self):
             pass
 
-    monkeypatch.setattr(grade, "prepare_safely", fake_prepare)
-    monkeypatch.setattr(grade.sb, "Sandbox", FakeBox)
+    monkeypatch.setattr(schedule, "prepare_safely", fake_prepare)
+    monkeypatch.setattr(sb, "Sandbox", FakeBox)
     jobs, n = 2, 200
-    grade._grade_here(
+    grade_here(
         range(n),
         course=None,
         jobs=jobs,
@@ -265,4 +270,4 @@ def test_local_grading_prepares_notebooks_only_as_sandboxes_have_room(monkeypatc
     assert sorted(i for i, _ in recorded) == list(range(n))  # each once
     assert all((run is None) == (i % 7 == 0) for i, run in recorded)  # "missing" ones never reach a sandbox
     assert all(run == str(i) for i, run in recorded if run is not None)
-    assert in_flight and max(in_flight) <= grade.LOCAL_WINDOW * jobs + 1  # +1: the one being prepared
+    assert in_flight and max(in_flight) <= LOCAL_WINDOW * jobs + 1  # +1: the one being prepared

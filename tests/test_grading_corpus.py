@@ -16,8 +16,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import grade
 from autograder import sandbox as sb
+from autograder.grading import cli
+from autograder.grading.options import GradeOptions
+from autograder.grading.results import STATUSES, Result
+from autograder.nbcourse import Course
+from autograder.sandboxed import protocol
 from course import notebooks as nbs
 from tests.support import corpus, once
 
@@ -31,7 +35,7 @@ LIMITS = sb.Limits(deadline=15, grace=20)
 
 
 def grade_into(course, submissions):
-    return grade.grade(submissions, course, jobs=2, limits=LIMITS, feedback=False, progress=False)
+    return cli.grade(submissions, course, options=GradeOptions(jobs=2, limits=LIMITS, feedback=False, progress=False))
 
 
 def digest(path) -> str:
@@ -65,8 +69,8 @@ def graded(template, tmp_path_factory):
     data = corpus.run_once(once.shared_dir(tmp_path_factory) / "grading-corpus", produce)
     return {
         "cases": {c["student"]: corpus.Case(**c) for c in data["cases"]},
-        "first": {r["student"]: grade.Result(**r) for r in data["first"]},
-        "second": {r["student"]: grade.Result(**r) for r in data["second"]},
+        "first": {r["student"]: Result(**r) for r in data["first"]},
+        "second": {r["student"]: Result(**r) for r in data["second"]},
         "course": Path(data["course"]),
         "digests": tuple(data["digests"]),
     }
@@ -86,7 +90,7 @@ def test_every_submission_has_exactly_one_result_as_its_case_expects(graded):
 
 def test_statuses_are_the_documented_ones_and_zero_means_a_reason(graded):
     for r in graded["first"].values():
-        assert r.status in grade.STATUSES
+        assert r.status in STATUSES
         assert r.max_score == 10.0  # the instructor's points, whatever the submission claims
         if r.status != "graded":
             assert r.reason
@@ -127,7 +131,7 @@ def test_grading_again_gives_the_same_grades(graded):
 def test_the_gradebook_holds_exactly_the_results(graded):
     from nbgrader.api import Gradebook
 
-    course = grade.Course.load(graded["course"])
+    course = Course.load(graded["course"])
     with Gradebook(course.db_url, course.course_id) as gb:
         assert sorted(s.id for s in gb.students) == sorted(graded["cases"])
         for name, r in graded["second"].items():
@@ -177,7 +181,7 @@ def integrity(tmp_path_factory):
     data = corpus.run_once(once.shared_dir(tmp_path_factory) / "integrity-corpus", produce)
     return {
         "cases": {c["student"]: corpus.Case(**c) for c in data["cases"]},
-        "results": {r["student"]: grade.Result(**r) for r in data["results"]},
+        "results": {r["student"]: Result(**r) for r in data["results"]},
         "course": Path(data["course"]),
     }
 
@@ -220,7 +224,7 @@ def test_the_feedback_says_what_changed_and_names_an_unwritten_exercise(integrit
         for gid, text in case.shows.items():
             assert any(text in o.evalue for o in errors[gid]), f"{name}: {gid} shows {errors[gid]}"
         if case.status == "tampered":
-            found = [o for outs in errors.values() for o in outs if o.ename == grade.TAMPERED_ENAME]
+            found = [o for outs in errors.values() for o in outs if o.ename == protocol.TAMPERED]
             assert found and all(corpus.SILENCED_NAMES[name] in o.evalue for o in found), name
             assert corpus.SILENCED_NAMES[name] in integrity["results"][name].reason
     nb = nbformat.read(course / "autograded" / "unanswered" / slug / f"{slug}.ipynb", as_version=4)

@@ -171,3 +171,25 @@ def test_stubs_answered_by_a_qkv_component_have_its_signature():
             assert stub[:1] == ref[:1] == [("positional", "self", None)]
         assert stub == ref, f"{sec.slug}: the stub {qualname} has {stub}, but {obj.__module__}.{qualname} has {ref}"
     assert named, "no stub is answered by a qkv component: this check would not be checking anything"
+
+
+#: nbgrader's folder names joined into a path by hand (``course / "autograded" / ...``).
+COURSE_STEP = re.compile(r"""/\s*["'](source|release|submitted|autograded|feedback)["']\s*(/|$|\))""")
+
+
+def test_only_nbcourse_builds_nbgrader_folder_paths():
+    """The course folder's layout comes from nbgrader's own ``CourseDirectory.format_path``, in one place
+    (``autograder.nbcourse.course_path``); the grader's code never joins the folder names by hand. (Tests and
+    benchmarks may: they check the layout from the outside.)"""
+    owner = ROOT / "autograder" / "nbcourse.py"
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for folder in ("autograder", "course", "publish", "lib")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path != owner
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if COURSE_STEP.search(line)
+    ]
+    assert not found, "nbgrader paths built by hand (use Course.path or nbcourse.course_path):\n" + "\n".join(found)
+    assert COURSE_STEP.search('graded = course.root / "autograded" / sub.student')
+    assert not COURSE_STEP.search('graded = course.path("autograded", a, n)')

@@ -16,8 +16,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import grade, gradebook, release
+from autograder import gradebook, release
 from autograder import sandbox as sb
+from autograder.grading import cli
+from autograder.grading.options import GradeOptions
+from autograder.nbcourse import GradingError
 from tests.support import corpus, postgres
 
 pytestmark = pytest.mark.skipif(postgres.missing() is not None, reason=str(postgres.missing()))
@@ -103,9 +106,8 @@ def test_a_class_graded_into_postgresql_while_two_graders_score_loses_no_score(s
     for g in graders:
         g.start()
     try:
-        results = grade.grade(
-            subs, course, jobs=2, limits=sb.Limits(deadline=20), feedback=True, progress=False, db=url
-        )
+        options = GradeOptions(jobs=2, limits=sb.Limits(deadline=20), feedback=True, progress=False, db=url)
+        results = cli.grade(subs, course, options=options)
     finally:
         for g in graders:
             g.stop.set()
@@ -155,12 +157,12 @@ def test_a_database_that_is_down_or_refuses_the_login_fails_fast_and_writes_noth
     down = f"postgresql://{postgres.USER}:{postgres.PASSWORD}@127.0.0.1:{postgres.free_port()}/{postgres.DATABASE}"
     for url, why in ((down, "Connection refused"), (server.url(password="wrong"), "password authentication failed")):
         started = time.monotonic()
-        with pytest.raises(grade.GradingError) as err:
-            grade.grade(subs, course, feedback=False, progress=False, db=url)
+        with pytest.raises(GradingError) as err:
+            cli.grade(subs, course, options=GradeOptions(feedback=False, progress=False, db=url))
         assert time.monotonic() - started < 10
         message = str(err.value)
         assert why in message and "Nothing was graded" in message, message
         assert postgres.PASSWORD not in message and "wrong" not in message.split("@")[0]  # no password shown
     assert (digest(course), digest(subs)) == before
-    with pytest.raises(grade.GradingError, match="SQLite or PostgreSQL"):
+    with pytest.raises(GradingError, match="SQLite or PostgreSQL"):
         gradebook.check_database("mysql://someone@localhost/db")

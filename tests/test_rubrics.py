@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import rubrics
+from autograder import editions, rubrics
 from course import notebooks as nbs
 from course.section import Section, sections
 from publish import build_book
@@ -149,7 +149,7 @@ def test_the_source_holds_every_model_answer_and_the_release_none(course, sectio
 
 
 def test_the_solutions_edition_shows_each_model_answer_after_its_answer_cell_and_the_student_edition_none(tmp_path):
-    build_book.stage("solutions", tmp_path / "solutions")
+    editions.stage(tmp_path / "solutions")
     build_book.stage("student", tmp_path / "student")
     for section in WITH_QUESTIONS:
         rel = section.path.relative_to(section.root)
@@ -212,7 +212,7 @@ def test_source_answers_reads_a_course_notebook_and_nothing_without_one(tmp_path
 def test_the_solutions_edition_lets_no_cell_fail_quietly(tmp_path):
     """Students' test cells carry raises-exception (Run All goes on past them); the solutions edition answers every
     stub, so there a failing test is the course's bug and must stop the build: no cell keeps the tag."""
-    build_book.stage("solutions", tmp_path / "solutions")
+    editions.stage(tmp_path / "solutions")
     staged = sorted((tmp_path / "solutions" / "book").glob("*.md"))
     assert staged
     tagged = []

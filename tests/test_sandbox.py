@@ -1,4 +1,4 @@
-"""The grading sandbox (autograder.sandbox) and what runs inside it (autograder.runner).
+"""The grading sandbox (autograder.sandbox) and what runs inside it (the package autograder.sandboxed).
 
 The cell runner and the seccomp filter are checked in plain processes (the runner's IPython shell is a
 process-wide singleton: made in this process, it would answer ``get_ipython()`` in every later test);
@@ -18,10 +18,11 @@ import textwrap
 
 import pytest
 
-from autograder import grade, runner
 from autograder import sandbox as sb
+from autograder.grading.outputs import clean_outputs
+from autograder.sandboxed import guard, protocol, seccomp
 
-ROOT = sb.RUNNER.parent.parent
+ROOT = sb.SANDBOXED.parent.parent
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap is not installed (sudo apt-get install bubblewrap)"
 )
@@ -37,10 +38,11 @@ def stream_text(outputs, name="stdout") -> str:
 RUN_CELLS = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-import runner
-shell = runner.make_shell()
+from sandboxed import cells as run
+from sandboxed.shell import make_shell
+shell = make_shell()
 cells, limits = json.load(sys.stdin)
-print(json.dumps([runner.run_cell(shell, source, count, limits) for count, source in enumerate(cells, 1)]))
+print(json.dumps([run.run_cell(shell, source, count, limits) for count, source in enumerate(cells, 1)]))
 """
 
 
@@ -52,7 +54,7 @@ def run_cells(tmp_path):
     def run(*sources, limits=LIMITS):
         env = {**os.environ, "HOME": str(tmp_path), "MPLBACKEND": "Agg", "MPLCONFIGDIR": str(tmp_path / "mpl")}
         done = subprocess.run(
-            [sys.executable, "-c", RUN_CELLS, str(sb.RUNNER.parent)],
+            [sys.executable, "-c", RUN_CELLS, str(sb.SANDBOXED.parent)],
             input=json.dumps([[textwrap.dedent(s) for s in sources], limits]),
             capture_output=True,
             text=True,
@@ -221,8 +223,8 @@ def test_no_fork_filter_refuses_processes_but_not_threads():
         """
         import os, subprocess, sys, threading
         sys.path.insert(0, sys.argv[1])
-        import runner
-        assert runner.install_no_fork_filter()
+        from sandboxed import seccomp
+        assert seccomp.install_no_fork_filter()
         box = []
         t = threading.Thread(target=box.append, args=(1,)); t.start(); t.join()
         for attempt in (os.fork, lambda: subprocess.run(["true"])):
@@ -234,9 +236,9 @@ def test_no_fork_filter_refuses_processes_but_not_threads():
         print("threads", box)
         """
     )
-    if runner.no_fork_filter() is None:
+    if seccomp.no_fork_filter() is None:
         pytest.skip("libseccomp (pyseccomp) is not available here")
-    done = subprocess.run([sys.executable, "-c", code, str(sb.RUNNER.parent)], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code, str(sb.SANDBOXED.parent)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "threads [1]"
 
@@ -254,7 +256,7 @@ def test_no_fork_filter_refuses_tracing_clone3_and_foreign_abis():
         """
         import ctypes, errno, json, mmap, os, platform, sys
         sys.path.insert(0, sys.argv[1])
-        import runner
+        from sandboxed import seccomp
         nr = json.loads(sys.argv[2])
         libc = ctypes.CDLL(None, use_errno=True)
         libc.syscall.restype = ctypes.c_long
@@ -272,7 +274,7 @@ def test_no_fork_filter_refuses_tracing_clone3_and_foreign_abis():
 
         x86 = platform.machine() == "x86_64"
         i386_works = x86 and i386_getpid() == "allowed"  # kernels without 32-bit emulation never reach a filter
-        assert runner.install_no_fork_filter()
+        assert seccomp.install_no_fork_filter()
         seen = {
             "getpid": call(nr["getpid"]),
             "ptrace": call(nr["ptrace"], 0, 0, 0, 0),  # PTRACE_TRACEME
@@ -287,10 +289,12 @@ def test_no_fork_filter_refuses_tracing_clone3_and_foreign_abis():
         print(json.dumps(seen))
         """
     )
-    if runner.no_fork_filter() is None:
+    if seccomp.no_fork_filter() is None:
         pytest.skip("libseccomp (pyseccomp) is not available here")
     numbers = json.dumps(SYSCALLS[platform.machine()])
-    done = subprocess.run([sys.executable, "-c", code, str(sb.RUNNER.parent), numbers], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(sb.SANDBOXED.parent), numbers], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     expected = {
@@ -536,7 +540,7 @@ def test_display_and_magics_grade_as_in_jupyter(box):
         "assert answer == 42, 'the unknown magic stopped its whole cell'\nprint('passed', total)",
     )
     assert result.how == "done" and result.no_fork_filter is True  # libseccomp works inside the sandbox
-    shown, timed, unknown, test = (grade.clean_outputs(result.cells[i][1]) for i in range(4))
+    shown, timed, unknown, test = (clean_outputs(result.cells[i][1]) for i in range(4))
     assert [o.output_type for o in shown] == ["display_data", "stream"]
     assert shown[0].data == {"text/plain": "42"} and "Wall time" in shown[1].text
     assert "per loop" in timed[0].text
@@ -616,7 +620,7 @@ DURING = [
 
 
 def tampering(outputs) -> list[dict]:
-    return [o for o in outputs if o["output_type"] == "error" and o["ename"] == runner.TAMPERED]
+    return [o for o in outputs if o["output_type"] == "error" and o["ename"] == protocol.TAMPERED]
 
 
 @needs_bwrap
@@ -629,7 +633,6 @@ def test_a_change_to_what_the_hidden_tests_rely_on_is_reported_before_they_run(b
     (found,) = tampering(outputs)
     assert f"- {name}" in found["evalue"].splitlines() and "found before" in found["evalue"]
     assert "hidden part ran" not in stream_text(outputs)  # the hidden tests did not run on compromised checks
-    assert grade.TAMPERED_ENAME == runner.TAMPERED
 
 
 @needs_bwrap
@@ -695,7 +698,7 @@ def test_hidden_parts_get_the_real_checks_and_builtins_and_honest_notebooks_rais
 
 def test_split_hidden_finds_nbgraders_marker_at_the_start_of_a_line_only():
     source = "x = '### BEGIN HIDDEN TESTS'\ny = 1\n### BEGIN HIDDEN TESTS\nz = 2\n### END HIDDEN TESTS\n"
-    visible, hidden, lines = runner.split_hidden(source)
+    visible, hidden, lines = guard.split_hidden(source)
     assert visible == "x = '### BEGIN HIDDEN TESTS'\ny = 1\n" and lines == 2
     assert hidden == "### BEGIN HIDDEN TESTS\nz = 2\n### END HIDDEN TESTS\n"
-    assert runner.split_hidden("y = 1\n") == ("y = 1\n", None, 0)
+    assert guard.split_hidden("y = 1\n") == ("y = 1\n", None, 0)

@@ -7,7 +7,8 @@ import csv
 
 import pytest
 
-from autograder import assemble, grade, report, scan
+from autograder import assemble, report, scan
+from autograder.grading.results import Result
 from course import notebooks as nbs
 from course.section import sections
 
@@ -69,8 +70,29 @@ def test_no_answer_of_the_courses_solutions_is_flagged():
 
 
 def test_the_report_lists_flagged_answers_whatever_their_score(tmp_path):
-    flagged = grade.Result("ann", "a1", "nb", "graded", "", 3.0, 3.0, {}, {}, flags=("ex, line 2: x (why)",))
-    honest = grade.Result("bob", "a1", "nb", "graded", "", 1.0, 3.0, {}, {})
+    flagged = Result(
+        student="ann",
+        assignment="a1",
+        notebook="nb",
+        status="graded",
+        reason="",
+        score=3.0,
+        max_score=3.0,
+        exercises={},
+        max_points={},
+        flags=("ex, line 2: x (why)",),
+    )
+    honest = Result(
+        student="bob",
+        assignment="a1",
+        notebook="nb",
+        status="graded",
+        reason="",
+        score=1.0,
+        max_score=3.0,
+        exercises={},
+        max_points={},
+    )
     report.write_flags([flagged, honest], tmp_path / "flags.csv")
     rows = list(csv.DictReader((tmp_path / "flags.csv").open()))
     assert rows == [{"student": "ann", "assignment": "a1", "notebook": "nb", "flag": "ex, line 2: x (why)"}]

@@ -6,7 +6,7 @@ that point, which waits. A request for an answer to stub ``G`` goes to ``G``'s s
 child runs the answer and the cells after it up to the test cell asked for, sends the :class:`Run` back and exits.
 So the prefix of a stub (setup, data, smoke training, demos) runs once per section and test session instead of once
 per answer, and copy-on-write keeps one answer's state from reaching the next, as in the grader's zygote
-(``autograder/runner.py``). Torch runs on one thread here, which is what makes forking safe.
+(``autograder/sandboxed/zygote.py``). Torch runs on one thread here, which is what makes forking safe.
 
 Requests and replies are pickled over two pipes given by file descriptor; the cells' own output goes to ``LOG``.
 A request is ``(answers, until, hidden)``: ``answers`` maps grade_ids to the source that replaces the stub cell
