@@ -2,7 +2,8 @@
 # interleaved, frequency 1 / 10000^(2j/d)) to 1e-6 at every position up to 999 (angles in float32 are off by 1e-5 and
 # more there); P is a buffer and no parameter, in the default dtype, and .to('meta') moves it (cheap: no operation runs
 # on 'meta'); a float64 input gives a float64 output, and bfloat16 and float16 inputs keep their dtype (and their sums
-# X + P to half precision); T < max_len uses the first T rows; dropout acts on X + P in training only.
+# X + P to half precision); T < max_len uses the first T rows; dropout acts on X + P in training only, with the p
+# given; X is left unchanged and gets the output's gradient; max_len rows for max_len = 30.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
 # Contract: the page's sentences each check relies on.
 #   "Compute P[i, 2j] = sin(i / 10000^(2j/d)) and P[i, 2j+1] = cos(i / 10000^(2j/d))" -> rows up to 999, to 1e-6
@@ -11,7 +12,21 @@
 #   "self.register_buffer("P", ...), so that it moves with .to(device) and is not a parameter." -> buffer, .to('meta')
 #   "Returns self.dropout(X + P[:, :T, :]), of shape (B, T, d) and X's dtype," -> T = 11 of 1000 rows
 #   "whatever that is (float16, bfloat16 and float64 too: cast the rows of P to X.dtype)." -> the dtypes kept
-#   "Keep nn.Dropout(dropout) as self.dropout." -> dropout on X + P, in training mode only
+#   "Keep nn.Dropout(dropout) as self.dropout." -> dropout on X + P, in training mode only, with p = 0.5 and 0.2
+#   "Gradients flow back to X (the embeddings before it are trained)," -> the gradient of X
+#   "and X itself is left as it was." -> X unchanged after forward
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> rows up to 999 against Python's math (exponent_j_over_d, sin_cos_swapped)
+#   dtype -> P in the default dtype; float64, bfloat16 and float16 X kept (table_in_float64, no_cast, float32_angles)
+#   device -> .to('meta') moves P (plain_attribute)
+#   pass-through -> P of max_len rows for max_len = 30; dropout of p = 0.2 (ignores_max_len, dropout_default_p)
+#   state -> X unchanged after forward (adds_in_place)
+#   gradient -> the gradient of X is the gradient of the output (no_grad_forward)
+#   type -> P a buffer, the module without parameters; the output a tensor (parameter_not_buffer)
+#   edge -> position 0 in row 0 and position 999 in the last row (positions_from_1)
+#   symmetry -> d = 8 (four pairs) and B = 3 != T = 11 (not_interleaved, rows_by_batch)
+#   train-eval -> dropout in training mode only, on the sum (no_dropout, dropout_on_encoding, functional_dropout)
+#   efficiency -> n/a: the contract promises no cost beyond a table computed once, which a buffer shows
 import math as _math
 
 import qkv.positional as _qp
@@ -55,7 +70,16 @@ checks.check_close(
 )
 _enc.eval()
 _X = _T.randn(3, 11, 8, dtype=_f64)  # (B, T, d)
+_kept = _X.clone()
 _out = _enc(_X)
+checks.check_close(
+    _X,
+    _kept,
+    "X after forward (hidden: the input must be left as it was)",
+    atol=0,
+    rtol=0,
+    hint="compute a new tensor, X + self.P[...]; X += ... changes the caller's X",
+)
 checks.check_true(
     isinstance(_out, _Tensor) and _out.dtype == _f64,
     f"a float64 input gives a float64 output (hidden; got {getattr(_out, 'dtype', type(_out).__name__)})",
@@ -80,6 +104,20 @@ for _half in (_torch.bfloat16, _torch.float16):
         atol=0.01,
         rtol=0.01,
     )
+# the gradient: the embeddings before the encoding are trained through it, so d(sum(out * G))/dX = G
+_Xg = _T.randn(2, 5, 8, dtype=_f64).requires_grad_()
+_Gout = _T.randn(2, 5, 8, dtype=_f64)
+_outg = _enc(_Xg)
+checks.check_true(
+    isinstance(_outg, _Tensor) and _outg.requires_grad,
+    "the output keeps X's gradient (hidden: X requires grad, the output should too)",
+    hint="add the rows of P to X outside torch.no_grad(): the table needs no gradient, but X does",
+)
+(_outg * _Gout).sum().backward()
+checks.check_close(_Xg.grad, _Gout, "the gradient of X (hidden, evaluation mode)", atol=0, rtol=0)
+# max_len: the table has exactly max_len rows
+_short = PositionalEncoding(8, 0.0, max_len=30)
+checks.check_shape(_short.P, (1, 30, 8), "P (hidden, d = 8, max_len = 30)", hint="(1, max_len, num_hiddens)")
 # the device: a buffer moves with .to(); a plain attribute stays where it was made
 _meta = PositionalEncoding(8, 0.0, max_len=50).to("meta")
 _where = str(getattr(_meta.P, "device", "?")) if isinstance(getattr(_meta, "P", None), _Tensor) else "no tensor P"
@@ -108,4 +146,24 @@ checks.check_true(
     0.3 < float((~_kept).double().mean()) < 0.7,
     "in training mode with p = 0.5, about half of the 640 entries are zeroed (hidden)",
     hint="pass the sum through self.dropout, an nn.Dropout(dropout)",
+)
+# the p given: with dropout = 0.2, about a fifth of the entries are zeroed and the others scaled by 1 / 0.8
+_enc = PositionalEncoding(8, 0.2, max_len=30)
+_enc.train()
+_full = _X + _enc.P[:, :20].detach().to(_f64)  # (B, T, d)
+_T.manual_seed(1168)
+_out = _enc(_X)
+_kept = _out != 0
+checks.check_close(
+    _out[_kept],
+    _full.expand(4, 20, 8)[_kept] / 0.8,
+    "forward in training mode (hidden, p = 0.2): the entries dropout kept are (X + P) / 0.8",
+    atol=1e-12,
+    rtol=0,
+    hint="self.dropout = nn.Dropout(dropout): nn.Dropout() alone drops with p = 0.5, whatever dropout is",
+)
+checks.check_true(
+    0.1 < float((~_kept).double().mean()) < 0.3,
+    "in training mode with p = 0.2, about a fifth of the 640 entries are zeroed (hidden)",
+    hint="pass dropout on to nn.Dropout",
 )

@@ -9,6 +9,18 @@
 #   "num_hiddens: d, even." -> d = 4, 10, 16
 #   "W, zero except for the 2 x 2 blocks of eq-shift-rotation on rows and columns 2j, 2j + 1" -> the blocks, orthogonal
 #   "of the angles delta / 10000^(2j/d)." -> against math.cos, math.sin; W(a) W(b) = W(a + b)
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> the blocks against math.cos and math.sin, W p_i = p_(i + delta) (exponent_j_over_d, pairs_split_in_halves)
+#   dtype -> W in float64 (float32)
+#   device -> n/a: no tensor goes in; W is made where new tensors are made, as the docstring allows
+#   pass-through -> n/a: delta and num_hiddens decide every entry, and every case varies both
+#   state -> n/a: Python numbers in, a new matrix out; nothing to keep or change
+#   gradient -> n/a: a constant matrix of Python numbers, nothing trained through it
+#   type -> W a torch.Tensor of shape (d, d) (returns_numpy)
+#   edge -> negative offsets, delta = -7 (abs_delta)
+#   symmetry -> offsets of both signs tell W from W^T, the rotation back (rotates_backwards)
+#   train-eval -> n/a: no dropout, no mode
+#   efficiency -> n/a: the contract promises no cost
 import math as _math
 
 _T = checks.trusted
