@@ -5,7 +5,11 @@
 # the class is the student's own. (Runs in the notebook, after its visible test.)
 # Contract: the page's sentences each check relies on.
 #   "Your own loop (not ref.Seq2SeqAttentionDecoder's)" -> the class and its forward are the student's own
-#   "in any dtype the layers have (float64 too)." -> float64
+#   "in any dtype the layers have (float64 too)" -> float64 logits
+#   "on their device." -> CPU logits with 'meta' as the default device
+#   "The list holds this call's steps only: it starts empty at each call." -> one entry after a one-token call
+#   "Gradients reach enc_outputs and the initial hidden_state through every" -> gradients against autograd
+#   "enc_valid_lens (B,) or None]." -> None: every source position counts
 #   "The layers are given:" -> the parameters are the given layers'
 #   "query = the top layer's hidden_state, (B, 1, N)" -> weights of step 1, valid positions
 #   "context = self.attention(query, enc_outputs, enc_outputs, enc_valid_lens)" -> masking: step 1, perturbed
@@ -19,6 +23,18 @@
 #   "Returns the logits self.dense(outputs), (B, T, V)" -> logits
 #   "and the new state [enc_outputs, hidden_state after the last step, enc_valid_lens]" -> the returned state
 #   "hidden_state after the last step" -> one token at a time equals the whole sequence
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> weights of every step, logits and final state against the equations (the first layer's state as query)
+#   dtype -> float64 logits to 1e-10 (outputs collected in a float32 buffer)
+#   device -> CPU layers and inputs with 'meta' as the default device: a buffer made without device= lands on 'meta'
+#   pass-through -> the lengths reach the attention: padded positions changed change nothing (lengths not passed)
+#   state -> the attention-weights list holds this call's steps only (appended to the previous call's list)
+#   gradient -> gradients of the logits reach enc_outputs and the initial state as autograd's (state detached)
+#   type -> attention_weights is a list, one tensor per step (the steps stacked into one tensor)
+#   edge -> enc_valid_lens=None (a call on the lengths that fails on None); one token at a time
+#   symmetry -> E = 3 and N = 5 differ and weights are random: [embedding, context] for [context, embedding] shows
+#   train-eval -> n/a: forward has no dropout or mode of its own; the given layers carry them
+#   efficiency -> n/a: the contract promises no bound beyond one step per token, which the loop is by construction
 import torch as _torch
 
 import qkv.bahdanau as _qb
@@ -107,6 +123,11 @@ with checks.forbid_reference(BahdanauDecoder, (_qb, "Seq2SeqAttentionDecoder")):
     _Y, _state = _dec(_X, [_enc, _hid, _T.tensor(_lens)])
     _W = _dec.attention_weights
     checks.check_true(
+        getattr(_Y, "dtype", None) == _f64,
+        f"the logits of a float64 decoder are float64 (hidden); they are {getattr(_Y, 'dtype', type(_Y).__name__)}",
+        hint="make no buffer of your own (torch.zeros without dtype=): collect the steps in a list and torch.cat",
+    )
+    checks.check_true(
         isinstance(_W, list) and len(_W) == _Tgt,
         f"attention_weights holds one entry per step ({_Tgt} steps, hidden)",
         hint="append every step's weights to self._attention_weights, started empty",
@@ -158,6 +179,11 @@ with checks.forbid_reference(BahdanauDecoder, (_qb, "Seq2SeqAttentionDecoder")):
     for _b, _n in enumerate(_lens):
         _noisy[_b, _n:] = 100.0 * _rand(_S - _n, _N)
     _Y2, _ = _dec(_X, [_noisy, _hid, _T.tensor(_lens)])
+    checks.check_true(
+        isinstance(_dec.attention_weights, list) and len(_dec.attention_weights) == _Tgt,
+        f"after a second call, attention_weights holds that call's {_Tgt} steps only (hidden)",
+        hint="start self._attention_weights as a new empty list at the top of forward",
+    )
     checks.check_close(
         _Y2,
         _Y,
@@ -179,4 +205,61 @@ with checks.forbid_reference(BahdanauDecoder, (_qb, "Seq2SeqAttentionDecoder")):
         atol=1e-10,
         rtol=0,
         hint="return the state after the last step, so that the next call goes on from it",
+    )
+    checks.check_true(
+        isinstance(_dec.attention_weights, list) and len(_dec.attention_weights) == 1,
+        "after a call with one token, attention_weights holds that one step (hidden); it holds "
+        f"{len(_dec.attention_weights) if isinstance(_dec.attention_weights, list) else _dec.attention_weights}",
+        hint="start self._attention_weights as a new empty list at the top of forward, not once in __init__",
+    )
+    # No padding: enc_valid_lens = None lets every source position count.
+    _Y_all, _W_all, _h_all = _reference(_enc, _hid, [_S] * _B, _X)
+    _Y3, _st3 = _dec(_X, [_enc, _hid, None])
+    checks.check_close(
+        _Y3,
+        _Y_all,
+        "logits with enc_valid_lens=None (hidden)",
+        atol=1e-10,
+        rtol=0,
+        hint="pass enc_valid_lens to self.attention as it is: None means no mask",
+    )
+    checks.check_true(_st3[2] is None, "enc_valid_lens=None is returned as None", hint="return the lengths as given")
+    # Gradients: the decoder is trained through; the loss must reach the encoder's outputs (through attention at
+    # every step) and the initial state (through the recurrence), as in the reference written with torch.
+    _gen = _T.Generator().manual_seed(1144)
+    _probe = _T.randn(_B, _Tgt, _V, generator=_gen, dtype=_f64)
+    _leaves = [_enc.clone().requires_grad_(), _hid.clone().requires_grad_()]
+    _Yg, _ = _dec(_X, [_leaves[0], _leaves[1], _T.tensor(_lens)])
+    _hint_g = "carry the GRU's state from step to step as it is (no .detach()): the loss must reach every step"
+    checks.check_true(
+        getattr(_Yg, "requires_grad", False) is True,
+        "the logits of an encoder's outputs that require grad carry a gradient (hidden)",
+        hint=_hint_g,
+    )
+    try:
+        _got = _torch.autograd.grad((_Yg * _probe).sum(), _leaves, allow_unused=True)
+    except RuntimeError as _e:  # e.g. a tensor autograd needs was modified in place
+        _got = None
+        checks.check_true(
+            False,
+            f"backpropagating through the decoder failed (hidden): {str(_e).splitlines()[0]}",
+            hint="no in-place operation on a tensor the gradient needs (x += ..., x[...] = ...): write y = x + ...",
+        )
+    _ref_leaves = [_enc.clone().requires_grad_(), _hid.clone().requires_grad_()]
+    _ref = _torch.autograd.grad((_reference(*_ref_leaves, _lens, _X)[0] * _probe).sum(), _ref_leaves)
+    for _nm, _a, _b in zip(("enc_outputs", "the initial hidden_state"), _got, _ref):
+        checks.check_true(_a is not None, f"the gradient reaches {_nm} (hidden)", hint=_hint_g)
+        checks.check_close(_a, _b, f"the gradient of {_nm} (hidden, float64)", atol=1e-10, rtol=0, hint=_hint_g)
+    # Devices: every tensor the answer makes must be on the inputs' device (_common.py: _device_probe).
+    _lens_t = _T.tensor(_lens)
+    _dec_meta = BahdanauDecoder(_V, _E, _N, _L, dropout=0.4).double().to("meta").eval()  # shapes only, no weights
+    _err = _device_probe(
+        lambda: _dec(_X, [_enc, _hid, _lens_t])[0],
+        lambda: _dec_meta(_X.to("meta"), [_t.to("meta") for _t in (_enc, _hid, _lens_t)])[0],
+        "the decoder",
+    )
+    checks.check_true(
+        _err is None,
+        f"the logits are made on the device of the decoder and its inputs (hidden): {_err}",
+        hint="make every new tensor on the inputs' device (device=X.device), or collect the steps in a list",
     )

@@ -14,6 +14,19 @@
 #   "weights (B, num_steps, T_src), row s the attention weights of step s" -> the weights
 #   "Start with a (B, 1) tensor of `bos`, made on the source's device." -> <bos> made on src's device
 #   "Both on src's device." -> the tokens fed to the decoder are on the source's device
+#   "src: source tokens (B, T_src); src_valid_len: (B,); bos: the id of <bos>." -> one source, B = 1, one step
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> tokens and every step's weights against a greedy loop written here (<bos> at every step)
+#   dtype -> int64 tokens (the argmax's ids, not floats)
+#   device -> 'meta' as the default device around a CPU model: the decoder's inputs stay on the source's device
+#   pass-through -> <bos> = 3, 7 steps and the source lengths given (the lengths not passed to init_state)
+#   state -> the model is left in the mode it had, training or evaluation (evaluation mode not undone)
+#   gradient -> n/a: decoding is not trained through; that it keeps no graph is the efficiency check
+#   type -> tokens and weights are tensors (every step's weights returned as the list they were kept in)
+#   edge -> one source and one step: shapes (1, 1) and (1, 1, T_src) (each step's weights squeezed, then stacked)
+#   symmetry -> B = 4, 7 steps, T_src = 6 differ: tokens or weights stacked step-major have the wrong shape
+#   train-eval -> in evaluation mode while decoding: the weights of step 1 with dropout 0.5 off (no model.eval())
+#   efficiency -> no autograd graph kept on the weights (decoding without torch.no_grad())
 import torch as _torch
 
 import qkv.bahdanau as _qb
@@ -50,6 +63,11 @@ checks.check_true(
 )
 checks.check_shape(_tok, (4, 7), "tokens (hidden, B = 4, num_steps = 7)")
 checks.check_true(_tok.dtype == _T.long, "tokens are int64 (torch.long)", hint="the argmax's ids, as they are")
+checks.check_true(
+    type(_w) is type(_tok) is type(_T.zeros(0)),
+    f"tokens and weights are tensors (hidden); got {type(_tok).__name__} and {type(_w).__name__}",
+    hint="concatenate the steps: torch.cat(tokens, dim=1), torch.cat(weights, dim=1)",
+)
 checks.check_shape(
     _w, (4, 7, 6), "weights (hidden, B = 4, num_steps = 7, T_src = 6)", hint="every step's weights, along dim 1"
 )
@@ -74,6 +92,15 @@ checks.check_true(
     hint="decode under torch.no_grad()",
 )
 
+# One source and one step: nothing may be squeezed away.
+_tok1_ref, _w1_ref = _greedy(_model, _src[:1], _lens[:1], 3, 1)
+_tok1, _w1 = predict_with_attention(_model, _src[:1], _lens[:1], 3, 1)
+checks.check_shape(_tok1, (1, 1), "tokens of one source, one step (hidden)", hint="keep the batch axis: no .squeeze()")
+checks.check_shape(
+    _w1, (1, 1, 6), "weights of one source, one step (hidden)", hint="keep every axis: no .squeeze() of the weights"
+)
+checks.check_close(_w1, _w1_ref, "weights of one source, one step (hidden)", atol=1e-10, rtol=0)
+
 
 class _OffDevice(Exception):
     pass
@@ -91,6 +118,8 @@ try:
         predict_with_attention(_model, _src, _lens, 3, 2)
 except _OffDevice:
     _on_device = False
+except Exception:  # e.g. a <bos> made on the default device, then moved: .to(src.device) from 'meta' cannot copy
+    _on_device = True  # the decoder's inputs were on the source's device as far as the hook saw; a GPU allows a move
 finally:
     _hook.remove()
 checks.check_true(
