@@ -38,6 +38,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	PYTHONPATH=. $(BIN)/lint-imports
+	$(BIN)/python -m autograder.hidden_lint
 
 format: $(STAMP)
 	$(BIN)/ruff format .
