@@ -7,6 +7,18 @@
 #   "self.dense2 = nn.LazyLinear(ffn_num_outputs), all with biases." -> our weights and biases loaded by name
 #   "in X's dtype and on X's device." -> float64
 #   "Write `PositionWiseFFN` with two `nn.LazyLinear` layers" -> no call to the reference
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> the closed form W2 relu(W1 x + b1) + b2 with our weights (no_relu, relu_after_output, gelu, no_bias)
+#   dtype -> float64 to 1e-10 (casts_to_float32)
+#   device -> n/a: the answer makes no tensor of its own; nn.Linear keeps X's device and its weights follow .to()
+#   pass-through -> dense2 maps to ffn_num_outputs, not ffn_num_hiddens (outputs_of_hidden_size)
+#   state -> n/a: forward keeps nothing between calls and changes no input
+#   gradient -> n/a: two nn.Linear and a ReLU; nothing in the stub invites cutting the graph
+#   type -> the layers registered as modules, so that .double() and the weights by name reach them (layers_in_a_list)
+#   edge -> four axes, (2, 4, 5, 6): any number of leading axes (three_axes_only)
+#   symmetry -> n/a: d = 6, F = 7 and N = 3 differ, so no mix-up of the two layers keeps the shapes
+#   train-eval -> n/a: no dropout, no mode
+#   efficiency -> n/a: the contract promises no cost
 _g = _T.Generator().manual_seed(1171)
 with checks.forbid_reference(PositionWiseFFN, (_qt, "PositionWiseFFN")):
     _ffn = PositionWiseFFN(7, 3).double()

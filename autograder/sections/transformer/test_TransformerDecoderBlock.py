@@ -1,7 +1,9 @@
 # Hidden: float64 against PyTorch's nn.TransformerDecoderLayer (post-norm, ReLU, dropout 0, batch_first, a causal
 # tgt_mask and the source's key padding mask) with our weights copied into both: the whole target at once in
 # evaluation mode, then chunks of 2, 3 and 1 tokens with the state; the block's own cache entry only; the state given
-# left unchanged (a new state returned); no call to the reference. (Runs in the notebook, after its visible test.)
+# left unchanged (a new state returned); in training mode, the dropout masks of a reference built here of qkv's own
+# parts (the same seed); X's gradient against PyTorch's layer; no call to the reference. (Runs in the notebook,
+# after its visible test.)
 # No 'meta' device test: its LayerNorms would import torch._dynamo, seconds per grading kernel; qkv's attention moves
 # the causal lengths to the scores' device anyway.
 # Contract: the page's sentences each check relies on.
@@ -13,6 +15,20 @@
 #   "Does not modify the state given." -> the state given unchanged after each chunk
 #   "X (B, T, N), the inputs at positions T_past .. T_past + T - 1" -> chunks of 2, 3 and 1 tokens
 #   "The output is in X's dtype." -> float64
+#   "each ref.AddNorm(num_hiddens, dropout);" -> training mode: the dropout masks of a reference built of qkv's parts
+#   "gradients reach X through the queries and through the cached keys and values alike." -> X's gradient vs PyTorch's
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> float64 against nn.TransformerDecoderLayer (mask_off_by_one, mask_sees_next, cross_attention_on_input)
+#   dtype -> n/a: the block makes only integer lengths; its modules follow .double() and keep X's dtype
+#   device -> n/a: the causal lengths go to the course's MultiHeadAttention, which moves them to the scores' device
+#   pass-through -> enc_valid_lens reaches the cross-attention; entry self.i of i = 2 (ignores_enc_valid_lens)
+#   state -> a new state, the given one unchanged; nothing kept on the block (modifies_given_state, cache_on_module)
+#   gradient -> the gradient of X against nn.TransformerDecoderLayer's (detached_cache)
+#   type -> (output, new_state), the state a list of three (returns_output_only)
+#   edge -> the first call, with no cache (None), and chunks of one token (concat_with_none, mask_ignores_cache)
+#   symmetry -> B = 3, T = 6, T_src = 5 all different, so a wrong axis shows (cache_wrong_axis)
+#   train-eval -> causal in eval mode; dropout in every part in training (causal_only_in_training, addnorms_undropped)
+#   efficiency -> n/a: D2L's state recomputes the keys of the cached inputs by design; no cost is promised
 _g = _T.Generator().manual_seed(1176)
 _N, _H, _F, _Tt, _Ts = 16, 4, 24, 6, 5
 _X = _draw(_g, 3, _Tt, _N, scale=1.0)  # (B, T, N)
@@ -81,4 +97,63 @@ with checks.forbid_reference(TransformerDecoderBlock, (_qt, "TransformerDecoderB
         atol=1e-8,
         rtol=0,
         hint="token t of a chunk sits at position T_past + t and sees T_past + t + 1 keys",
+    )
+
+    # The gradient: the block is trained, and X reaches the output through the queries, the keys and the values of
+    # the self-attention (and the residual). Against autograd through PyTorch's layer with the same weights.
+    _Gout = _draw(_g, 3, _Tt, _N, scale=1.0)
+    _Xg = _X.clone().requires_grad_()
+    _og, _ = _blk(_Xg, [_E, _elens, [None, None, None]])
+    checks.check_true(
+        type(_og) is type(_X) and _og.requires_grad,
+        "the output keeps X's gradient (hidden: X requires grad, the output should too)",
+        hint="keep X in the graph: no .detach(), .data or torch.no_grad() on X or on the cached inputs",
+    )
+    (_og * _Gout).sum().backward()
+    _Xr = _X.clone().requires_grad_()
+    _layer = _torch_decoder_layer(_w, _N, _H, _F)
+    _wantg = _layer(_Xr, _E, tgt_mask=_causal_mask(_Tt), memory_mask=_padding_mask(_elens, _H, _Tt, _Ts))
+    (_wantg * _Gout).sum().backward()
+    checks.check_close(
+        _Xg.grad,
+        _Xr.grad,
+        "the gradient of X, whole target (hidden, float64) vs nn.TransformerDecoderLayer",
+        atol=1e-8,
+        rtol=0,
+        hint="X is the queries and, with the cache, the keys and values of attention1: do not detach the cached "
+        "inputs you attend to",
+    )
+
+    # Training mode: dropout in every part (both attentions' weights, the three add & norms), as a reference built
+    # here of qkv's own parts with the same weights draws it under the same seed.
+    _p = 0.3
+    _blk = TransformerDecoderBlock(_N, _F, _H, _p, 0).double().train()
+    _load(_blk, _w, f"TransformerDecoderBlock(16, 24, 4, {_p}, i=0)")
+    _parts = {}
+    for _name, _part in (
+        ("attention1", _qt.MultiHeadAttention(_N, _H, _p, query_size=_N, key_size=_N, value_size=_N)),
+        ("addnorm1", _qt.AddNorm(_N, _p)),
+        ("attention2", _qt.MultiHeadAttention(_N, _H, _p, query_size=_N, key_size=_N, value_size=_N)),
+        ("addnorm2", _qt.AddNorm(_N, _p)),
+        ("ffn", _qt.PositionWiseFFN(_F, _N, in_features=_N)),
+        ("addnorm3", _qt.AddNorm(_N, _p)),
+    ):
+        _part = _part.double().train()
+        _part.load_state_dict({k[len(_name) + 1 :]: v for k, v in _w.items() if k.startswith(_name + ".")})
+        _parts[_name] = _part
+    _causal = _T.arange(1, _Tt + 1)[None, :].expand(3, _Tt)  # (B, T): query t sees t + 1 keys
+    _T.manual_seed(1180)
+    _Yr = _parts["addnorm1"](_X, _parts["attention1"](_X, _X, _X, _causal))
+    _Zr = _parts["addnorm2"](_Yr, _parts["attention2"](_Yr, _E, _E, _elens))
+    _want = _parts["addnorm3"](_Zr, _parts["ffn"](_Zr))
+    _T.manual_seed(1180)
+    _got, _ = _blk(_X, [_E, _elens, [None, None, None]])
+    checks.check_close(
+        _got,
+        _want,
+        f"output in training mode (hidden, dropout {_p}, same seed) vs the same parts of qkv",
+        atol=1e-8,
+        rtol=0,
+        hint="pass dropout to both attentions and to every AddNorm; attention1, addnorm1, attention2, addnorm2, "
+        "ffn, addnorm3, in that order",
     )

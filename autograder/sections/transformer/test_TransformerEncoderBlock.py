@@ -11,6 +11,18 @@
 #   "(post-norm)." -> vs post-norm nn.TransformerEncoderLayer; training mode: the reference's dropout masks
 #   "pass `valid_lens` on, so that no position attends to padding" -> lengths [7, 2, 5]
 #   "from the course's components: `MultiHeadAttention`" -> no call to the reference block
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> float64 against nn.TransformerEncoderLayer with our weights (pre_norm, ffn_of_input)
+#   dtype -> n/a: the block makes no tensor of its own; its modules follow .double() and keep X's dtype
+#   device -> n/a: the block makes no tensor of its own; its modules follow .to(device)
+#   pass-through -> use_bias, valid_lens and dropout reach the parts (ignores_use_bias, attention_without_dropout)
+#   state -> n/a: forward keeps nothing between calls and changes no input
+#   gradient -> n/a: a composition of the course's modules; nothing in the stub invites cutting the graph
+#   type -> the parts are the course's modules, with the docstring's names (torch_attention)
+#   edge -> n/a: valid_lens goes to MultiHeadAttention as it is; None and lengths are both run
+#   symmetry -> n/a: one order of sublayers, checked against PyTorch's; the lengths [7, 2, 5] differ per example
+#   train-eval -> the reference block's dropout masks in training mode (addnorm_arguments_swapped)
+#   efficiency -> n/a: the contract promises no cost
 _g = _T.Generator().manual_seed(1174)
 _N, _H, _F = 16, 4, 24
 _X = _draw(_g, 3, 7, _N, scale=1.0)  # (B, T, N)

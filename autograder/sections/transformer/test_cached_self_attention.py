@@ -1,13 +1,27 @@
 # Hidden: float64, other sizes, chunks of 3, 1, 2 and 1 tokens against a closed-form causal multi-head attention
 # computed here with our weights; the cached keys and values in the heads' layout (B * H, T, h); the cache given is
-# not modified; no call to the reference. (Runs in the notebook, after its visible test.) No 'meta' device test: a
-# masked_fill on 'meta' imports torch._dynamo, seconds per grading kernel; qkv's attention moves lengths anyway.
+# not modified, and one cache continued twice gives one result; no call to the reference. (Runs in the notebook,
+# after its visible test.) No 'meta' device test: a masked_fill on 'meta' imports torch._dynamo, seconds per
+# grading kernel; qkv's attention moves lengths anyway.
 # Contract: the page's sentences each check relies on.
 #   "token t of X attends to keys 0 .. T_past + t." -> chunks of 3, 1, 2 and 1 tokens vs the closed form
 #   "(keys, values)) with keys and values (B * H, T_past + T, h):" -> shape of the cached keys
 #   "the cache followed by X's own." -> cached keys and values, in order
-#   "Does not modify the cache given." -> the cached keys passed in, after the call
+#   "Does not modify the cache given" -> the cached keys passed in, after the call
 #   "Written with mha's own layers (not with ref.attend_projected), in X's dtype." -> no reference; float64
+#   "(the same cache given twice gives the same result)." -> two continuations of one kept cache
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> chunks against a closed-form causal attention (cache_head_axis, position_taken_as_zero, mask_off_by_one)
+#   dtype -> n/a: the answer makes only integer lengths; every other tensor comes from mha's layers, in X's dtype
+#   device -> n/a: the lengths go to mha.attention, whose masked softmax moves them to the scores' device
+#   pass-through -> n/a: mha, X and cache are all the answer has; a cache ignored is the state class (cache_on_module)
+#   state -> the cache given unchanged and kept by nobody: one cache continued twice gives one result (cache_on_module)
+#   gradient -> n/a: decoding with a cache is inference; the contract promises no gradient
+#   type -> (output, (keys, values)); integer lengths (returns_flat, float_lengths)
+#   edge -> the first chunk (cache None) and chunks of several tokens, whose own future is masked (no_causal_mask)
+#   symmetry -> B * H = 12, T = 7 and h = 4 differ, so a wrong axis of the cache shows (cache_wrong_axis)
+#   train-eval -> n/a: mha.attention applies its own dropout in its own mode; the answer adds none
+#   efficiency -> n/a: the answer has only X to project (the cache holds projected keys and values)
 _g = _T.Generator().manual_seed(1177)
 _N, _H, _B, _Tt = 16, 4, 3, 7
 _h = _N // _H
@@ -75,4 +89,18 @@ with checks.forbid_reference(cached_self_attention, (_qt, "attend_projected"), (
         atol=1e-10,
         rtol=0,
         hint="token t of a chunk sees keys 0 .. T_past + t; then W_o",
+    )
+    # A kept cache, continued twice (two continuations of one prefix, as a beam search does): the second call must
+    # see the cache given, not what the first one appended.
+    _o1, _kept = cached_self_attention(_mha, _X[:, :3], None)
+    _o2, _c2 = cached_self_attention(_mha, _X[:, 3:5], _kept)
+    _o3, _c3 = cached_self_attention(_mha, _X[:, 3:5], _kept)
+    checks.check_shape(_c3[0], (_B * _H, 5, _h), "cached keys of the second continuation of a kept cache (hidden)")
+    checks.check_close(
+        _o3,
+        _want[:, 3:5],
+        "the second continuation of a kept cache (hidden: the same cache given twice gives the same result)",
+        atol=1e-10,
+        rtol=0,
+        hint="read the past from the cache given, and keep nothing of it elsewhere (not on mha, not in a global)",
     )

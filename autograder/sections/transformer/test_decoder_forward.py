@@ -1,6 +1,7 @@
 # Hidden: float64, other sizes, chunks of 1, 2, 1 and 3 tokens against a reference built here: embeddings times
 # sqrt(N) plus the sinusoids of the positions (closed form), two nn.TransformerDecoderLayer with the decoder's
-# weights, the output layer; the state counts every token; the decoder's own forward is not called.
+# weights, the output layer; the state counts every token; in training mode, the dropout masks of the decoder's own
+# forward under the same seed; the decoder's own forward is not called.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
 # Contract: the page's sentences each check relies on.
 #   "Token t of X gets the positional encoding of position T_past + t." -> chunks of 1, 2, 1 and 3 tokens
@@ -8,6 +9,19 @@
 #   "Returns (logits (B, T, V), the new state)." -> shapes; every block's cache holds every token
 #   "Call the parts, not `decoder(X, state)` itself." -> the decoder's own forward is not called
 #   "In the decoder's dtype." -> float64
+#   "of the table (and applies its dropout)." -> training mode: the decoder's own dropout masks under one seed
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> chunks of 1, 2, 1 and 3 tokens against PyTorch's layers (no_sqrt_scaling, scaled_after_positions)
+#   dtype -> n/a: the answer makes no tensor of its own; sqrt(N) is a Python float, which keeps the dtype
+#   device -> n/a: the answer makes no tensor of its own; the decoder's parts keep X's device
+#   pass-through -> n/a: the decoder, X and the state are all read; a state not passed on is the state class
+#   state -> every block's cache holds every token: the state passed through each block (state_not_passed_on)
+#   gradient -> n/a: decoding with a cache is inference; the contract promises no gradient
+#   type -> (logits, state) (returns_logits_only)
+#   edge -> the first call, with nothing cached (keys_on_first_call)
+#   symmetry -> B * H = 8 differs from every T_past, so a count read from the wrong axis shows (past_from_wrong_axis)
+#   train-eval -> in training mode the encoding's dropout, as the decoder's own forward draws it (undropped_positions)
+#   efficiency -> n/a: the contract promises no cost beyond the cache, which the blocks keep
 _g = _T.Generator().manual_seed(1178)
 _V, _N, _F, _H, _Tt, _Ts = 13, 16, 24, 4, 7, 5
 _T.manual_seed(1179)
@@ -55,4 +69,23 @@ checks.check_close(
     atol=1e-5,
     rtol=0,
     hint="the first token of X sits at position T_past = state[2][0].num_cached",
+)
+# Training mode: the positional encoding's dropout (and the blocks') as the decoder's own forward draws it, under one
+# seed, for the whole target at once. (Its own forward is called here, by the test, then forbidden again.)
+_T.manual_seed(1181)
+_dtr = _qt.TransformerDecoder(_V, _N, _F, _H, 2, 0.3).double().train()
+_state = _dtr.init_state(_E, _elens)
+_T.manual_seed(1182)
+_want, _ = _dtr(_Y, _state)
+_dtr.forward = _no_forward
+_T.manual_seed(1182)
+_got, _ = decoder_forward(_dtr, _Y, _dtr.init_state(_E, _elens))
+checks.check_close(
+    _got,
+    _want,
+    "logits in training mode (hidden, dropout 0.3, same seed) vs the decoder's own forward",
+    atol=1e-8,
+    rtol=0,
+    hint="add the positions with decoder.pos_encoding(X, T_past), which applies the encoding's dropout; do not add "
+    "rows of its table P by hand",
 )
