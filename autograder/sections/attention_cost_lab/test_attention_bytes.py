@@ -7,8 +7,20 @@
 #   "A fused kernel (materialize=False) moves none of them." -> scores_and_weights 0 when fused
 #   "dtype_bytes: bytes per number (4 for float32, 2 for float16)." -> dtype_bytes 2, 4 and 8
 #   "n_q, n_k, d, d_v, batch: as in attention_flops." -> d_v of another size, d_v=None, batches
-#   "A plain dict of integers with the keys" -> type(...) is dict
+#   "A plain dict of integers with the keys" -> type(...) is dict; every value a Python int
 #   "refuse an answer that calls the course's own version of the function" -> timing.attention_bytes not called
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> every entry against the reference (the scores counted once, not written and read twice over)
+#   dtype -> dtype_bytes 2, 4 and 8: every number counted as 4 bytes (float32) fails in float16
+#   device -> n/a: no tensor, so no device
+#   pass-through -> batch 3 and 8, d_v = 16 and 2 beside d: a count that ignores batch or d_v differs
+#   state -> n/a: a function of ints and a flag that returns a new dict; there is nothing to keep or change
+#   gradient -> n/a: counts, nothing is trained through them
+#   type -> type(...) is dict, and every value a Python int (not a float: exact counts)
+#   edge -> materialize=False: "scores_and_weights" is 0 and still a key; d_v=None means d
+#   symmetry -> d != d_v and Q != K: keys counted with d_v and values with d leave the total but not the entries
+#   train-eval -> n/a: no module, no training behaviour
+#   efficiency -> n/a: the contract promises no time or memory (closed forms are instant)
 import qkv.timing as _timing
 
 
@@ -35,6 +47,12 @@ with checks.forbid_reference(attention_bytes, (_timing, "attention_bytes")):
         _n_q, _n_k, _d, _d_v, _b, _s, _m = _args
         _got = attention_bytes(_n_q, _n_k, _d, d_v=_d_v, batch=_b, dtype_bytes=_s, materialize=_m)
         checks.check_true(type(_got) is dict, "attention_bytes returns a dict")
+        _types = sorted({type(_v).__name__ for _v in _got.values()})
+        checks.check_true(
+            all(isinstance(_v, int) and not isinstance(_v, bool) for _v in _got.values()),
+            f"attention_bytes returns a dict of Python ints (got values of type {', '.join(_types)})",
+            hint="count with integers only (no float(), no /): bytes are whole numbers",
+        )
         for _key, _value in _reference(*_args).items():
             checks.check_scalar(
                 _got.get(_key),

@@ -6,8 +6,20 @@
 #   "d_v: the size of the values (None means d);" -> d_v of another size; d_v=None
 #   "batch: the batch size B." -> batches of 1, 2, 3 and 8
 #   "Count with integers only, so that the counts are exact" -> n = 65536: counts past 32 bits, atol 0.5
-#   "A plain dict of integers with the keys" -> type(...) is dict
+#   "A plain dict of integers with the keys" -> type(...) is dict; every value a Python int
 #   "refuse an answer that calls the course's own version of the function" -> timing.attention_flops not called
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> every term against the reference (a softmax of 3, a multiply-add of 1 FLOP)
+#   dtype -> n/a: no tensor is made or returned; the counts are Python ints (a float count is the type class)
+#   device -> n/a: no tensor, so no device
+#   pass-through -> batch of 2, 3 and 8 and d_v of another size than d: a count that ignores either differs
+#   state -> n/a: a function of five ints that returns a new dict; there is nothing to keep or change
+#   gradient -> n/a: counts, nothing is trained through them
+#   type -> type(...) is dict, and every value a Python int (not a float: exact counts)
+#   edge -> d_v=None (means d), for the weighted sum
+#   symmetry -> d = 3, d_v = 2 and Q != K: the sizes of the two products swapped leave the total but not the terms
+#   train-eval -> n/a: no module, no training behaviour
+#   efficiency -> n/a: the contract promises no time or memory (closed forms are instant)
 import qkv.timing as _timing
 
 
@@ -23,6 +35,12 @@ with checks.forbid_reference(attention_flops, (_timing, "attention_flops")):
         _n_q, _n_k, _d, _d_v, _b = _args
         _got = attention_flops(_n_q, _n_k, _d, d_v=_d_v, batch=_b)
         checks.check_true(type(_got) is dict, "attention_flops returns a dict")
+        _types = sorted({type(_v).__name__ for _v in _got.values()})
+        checks.check_true(
+            all(isinstance(_v, int) and not isinstance(_v, bool) for _v in _got.values()),
+            f"attention_flops returns a dict of Python ints (got values of type {', '.join(_types)})",
+            hint="count with integers only (no float(), no /, no 2.0): a float rounds counts past 2**53",
+        )
         for _key, _value in _reference(*_args).items():
             checks.check_scalar(
                 _got.get(_key),

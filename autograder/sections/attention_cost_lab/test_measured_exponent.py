@@ -15,6 +15,19 @@
 #   "The tests check that attention receives its inputs on the device given," -> the 'meta' default device
 #   "also when PyTorch's default device is another one." -> the 'meta' default device
 #   "`costlab.run_sweep` (5, which uses `timing.benchmark` and `timing.fit_power_law`" -> run_sweep not called
+#   "warmup, repeats, clock: passed on to timing.benchmark." -> warmup + repeats calls of attention per n
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> k near 2 for a quadratic attention, below 1.5 for a linear one; ms against ours; exactly 2 on a fake clock
+#   dtype -> n/a: the contract names no dtype (random inputs in the default dtype, as torch.randn makes them)
+#   device -> 'meta' as the default device: the inputs must reach attention on the device given
+#   pass-through -> the shapes (batch = 2); the clock given is read; attention runs warmup + repeats times per n
+#   state -> three sweeps in a row, then the probes: times kept from an earlier call break the list and the fit
+#   gradient -> n/a: nothing is trained; the sweep only times attention
+#   type -> times_ms is a list, one median per n
+#   edge -> n/a: ns is any increasing list of sizes; the docstring names no special case
+#   symmetry -> d = 64 differs from n = 128, 256, 512: inputs of shape (batch, d, n) reach attention with wrong shapes
+#   train-eval -> n/a: attention is called as it is given; the contract asks for no mode
+#   efficiency -> n/a: the sweep's cost is attention's own
 import time as _time
 
 import qkv.costlab as _costlab
@@ -95,7 +108,7 @@ checks.check_true(
 # exponent 2 and those times. A right answer makes no 'meta' tensor, so it pays nothing for the probe (arithmetic or
 # even randn on 'meta' imports sympy and torch._dynamo, seconds in a fresh process), and an answer that reads values
 # out of its tensors (allowed here, as the docstring says: outside the timed calls it costs nothing measured) works.
-_now, _devices = [0.0], set()
+_now, _devices, _calls = [0.0], set(), {}
 
 
 def _fake_clock():
@@ -104,6 +117,7 @@ def _fake_clock():
 
 def _device_attention(q, k, v):
     _devices.update(str(t.device) for t in (q, k, v))
+    _calls[int(q.shape[1])] = _calls.get(int(q.shape[1]), 0) + 1
     _now[0] += (int(q.shape[1]) / 64) ** 2 * 1e-3  # seconds: 1 ms at n = 64, quadratic in n
     return v
 
@@ -135,4 +149,9 @@ checks.check_true(
     and all(abs(float(t) - (n / 64) ** 2) < 1e-6 for t, n in zip(_times_dev, _ns)),
     f"with a fake clock that runs (n / 64)^2 ms a call, times_ms is {[(n / 64) ** 2 for n in _ns]}",
     hint="return timing.benchmark's median_ms for every n, in the order of ns",
+)
+checks.check_true(
+    _calls == {n: 1 + 3 for n in _ns},
+    f"with warmup=1 and repeats=3, attention is called 4 times for each n (got {_calls})",
+    hint="pass warmup=warmup and repeats=repeats on to timing.benchmark: its own defaults are 3 and 10",
 )

@@ -14,6 +14,21 @@
 #   "No tensor of Q x K scores: at most one block, (B, Q, block_size)." -> memory exponent below 1.4
 #   "the grader measures the memory your function holds and fits it against $n$," -> memory exponent below 1.4
 #   "`costlab.online_attention` or PyTorch's fused `scaled_dot_product_attention` (6)" -> neither called
+#   "queries (B, Q, d), keys (B, K, d), values (B, K, v): one dtype and" -> float16 and bfloat16 inputs
+#   "scores: at most one block, (B, Q, block_size)." -> memory with lengths; a smaller block holds less
+#   "The inputs are left unchanged." -> queries, keys, values and valid_lens compared with copies after two calls
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> float64 output against loops over Python floats, blocks of 1 to 16, three kinds of lengths
+#   dtype -> float16 and bfloat16 inputs (the lab's GPU dtype): running m, l, a in the default dtype fail or change it
+#   device -> 'meta' as the default device around CPU inputs: a mask index or a running sum made without device=
+#   pass-through -> valid_lens in every form; block_size: blocks of 4 keys hold less than one block of all 256
+#   state -> queries, keys, values and valid_lens are unchanged after the calls (no in-place scaling or masking)
+#   gradient -> n/a: the lab times and measures this function; nothing is trained through it
+#   type -> the output is one plain tensor (check_close refuses a tuple such as (output, m))
+#   edge -> K = 10 in blocks of 3, 4 and 16 (a shorter last block, a block larger than K); a length of 1
+#   symmetry -> d = 3 and v = 2, Q = 4 and K = 10: scaling by sqrt(v) or mixing the axes changes the output
+#   train-eval -> n/a: a function with no training behaviour (no dropout)
+#   efficiency -> the memory held, fitted against n, without and with lengths per query: exponent below 1.4
 import math as _math
 
 import torch.nn.functional as _F
@@ -59,6 +74,22 @@ _threads = torch.get_num_threads()
 torch.set_num_threads(1)  # small products: one thread is fastest on a shared machine
 try:
     with checks.forbid_reference(online_attention, *_refs):
+        _given = (_q, _k, _v, _cases[1][1], _cases[2][1])
+        _inputs = [_t.clone() for _t in _given]
+        online_attention(_q, _k, _v, _cases[1][1], block_size=3)
+        online_attention(_q, _k, _v, _cases[2][1], block_size=4)
+        for _what, _a, _b in zip(
+            ("queries", "keys", "values", "valid_lens (B,)", "valid_lens (B, Q)"), _given, _inputs
+        ):
+            checks.check_close(
+                _a,
+                _b,
+                f"{_what} after a call of online_attention (hidden): the inputs are left unchanged",
+                atol=0,
+                rtol=0,
+                hint="build new tensors (queries / math.sqrt(d), masked_fill); no in-place operation (div_, "
+                "masked_fill_, /=) on the inputs",
+            )
         for _name, _arg, _lens in _cases:
             _expected = _loop_attention(_q.tolist(), _k.tolist(), _v.tolist(), _lens)
             for _block in (1, 3, 4, 10, 16):
@@ -72,6 +103,7 @@ try:
                     hint="rescale the running sum and output when the maximum rises; mask with the keys' global "
                     "indices; read the last, shorter block too",
                 )
+        _expected_lens = _expected  # lengths per query, the last case
         # scores of a thousand or more: exp without the running maximum overflows float64 (past about 709)
         _qb = _q * 1000.0
         _out = online_attention(_qb, _k, _v, _cases[2][1], block_size=3)
@@ -89,6 +121,39 @@ try:
             "float32 inputs give a float32 output",
             hint="make the running maximum, sum and output with dtype=queries.dtype",
         )
+        # the lab runs in float16 on a GPU: 16-bit inputs must work and give a 16-bit output (CPU kernels here).
+        # float16 without lengths: -1e6, the masking value the docstring names, does not fit in float16.
+        _expected_none = _loop_attention(_q.tolist(), _k.tolist(), _v.tolist(), _cases[0][2])
+        for _dt, _tol, _case, _expected_dt in (
+            (torch.float16, 1e-2, _cases[0], _expected_none),
+            (torch.bfloat16, 6e-2, _cases[2], _expected_lens),
+        ):
+            _name = str(_dt).replace("torch.", "")
+            try:
+                _out = online_attention(_q.to(_dt), _k.to(_dt), _v.to(_dt), _case[1], block_size=3)
+                _err = None
+            except Exception as _e:  # report what the student's code raised, in one line
+                _err = f"{type(_e).__name__}: {str(_e).splitlines()[0][:100] if str(_e) else ''}"
+            checks.check_true(
+                _err is None,
+                f"online_attention on {_name} inputs runs (got {_err})",
+                hint="make the running maximum, sum and output with dtype=queries.dtype, so every product meets "
+                "tensors of one dtype",
+            )
+            checks.check_true(
+                isinstance(_out, _Tensor) and _out.dtype == _dt,
+                f"{_name} inputs give a {_name} output (got "
+                f"{_out.dtype if isinstance(_out, _Tensor) else type(_out).__name__})",
+                hint="make the running maximum, sum and output with dtype=queries.dtype",
+            )
+            checks.check_close(
+                _out,
+                _expected_dt,
+                f"output (hidden, {_name}, {_case[0]})",
+                atol=_tol,
+                rtol=0,
+                hint="the same online softmax in 16 bits: subtract the running maximum before exp",
+            )
         # the device: with the default device set to 'meta' (a stand-in for a GPU) while the inputs stay on the CPU,
         # every tensor made without device=queries.device lands on 'meta' and cannot meet them. (Unlike 'meta' inputs,
         # this costs a correct answer nothing: the first arithmetic on 'meta' imports torch._dynamo, seconds.)
@@ -105,12 +170,26 @@ try:
             hint="make every new tensor on the queries' device: torch.full(..., device=queries.device), "
             "torch.arange(start, stop, device=queries.device)",
         )
-        _ns, _peaks = [64, 128, 256, 512], []
+        _ns, _peaks, _peaks_lens = [64, 128, 256, 512], [], []
         for _n in _ns:
             _x = _T.randn(1, _n, 8, generator=_g, dtype=_f64)  # (B, T, d)
             with _costlab.LiveTensorBytes(_x) as _probe:
                 online_attention(_x, _x, _x, None, block_size=16)
             _peaks.append(_probe.peak)
+            # lengths per query, d = v = 1 and small blocks: a (B, Q, K) mask of all the keys, even of bools, then
+            # dominates what a block needs (its exponent is 1.5 here, a right answer's 1.0)
+            _x1 = _T.randn(1, _n, 1, generator=_g, dtype=_f64)  # (B, T, 1)
+            _l = _T.randint(1, _n + 1, (1, _n), generator=_g)  # (B, Q)
+            with _costlab.LiveTensorBytes(_x1, _l) as _probe:
+                online_attention(_x1, _x1, _x1, _l, block_size=4)
+            _peaks_lens.append(_probe.peak)
+        # the block size: blocks of 4 keys hold less than one block of all the keys (n = 256)
+        _x = _T.randn(1, 256, 8, generator=_g, dtype=_f64)  # (B, T, d)
+        _by_block = {}
+        for _block in (4, 256):
+            with _costlab.LiveTensorBytes(_x) as _probe:
+                online_attention(_x, _x, _x, None, block_size=_block)
+            _by_block[_block] = _probe.peak
 finally:
     torch.set_num_threads(_threads)
 _, _k_mem = _timing.fit_power_law(_ns, [max(_p, 1) for _p in _peaks])
@@ -120,4 +199,17 @@ checks.check_true(
     "blocks of 16 keys need memory linear in n",
     hint="never compute the scores of all the keys at once (queries @ keys.transpose(1, 2)): compute them "
     "block by block inside the loop",
+)
+_, _k_mem_lens = _timing.fit_power_law(_ns, [max(_p, 1) for _p in _peaks_lens])
+checks.check_true(
+    _k_mem_lens < 1.4,
+    f"with lengths per query, the memory online_attention holds grows as n^{_k_mem_lens:.2f} over n = {_ns} "
+    f"(d = v = 1; peaks in bytes: {_peaks_lens}); blocks of 4 keys need memory linear in n",
+    hint="mask each block inside the loop, with the keys' indices start .. start + b: never build a (B, Q, K) mask "
+    "of all the keys before the loop",
+)
+checks.check_true(
+    _by_block[4] * 2 < _by_block[256],
+    f"with n = 256, blocks of 4 keys hold less memory than one block of 256 (peaks in bytes: {_by_block})",
+    hint="read the keys block_size at a time: keys[:, start:start + block_size]",
 )

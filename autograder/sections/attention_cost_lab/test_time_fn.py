@@ -7,9 +7,21 @@
 #   "synchronize=None means there is nothing to wait for (the CPU)." -> a synchronous device, no synchronize
 #   "fn: the function to time; args: its positional arguments." -> fn receives exactly the given arguments
 #   "warmup=3, repeats=10" -> the defaults: 13 calls
-#   "The median of the repeats' times in milliseconds, a float (for an even" -> the median in ms
+#   "The median of the repeats' times in milliseconds, a float (for an even" -> the median in ms; a Python float
 #   "number of repeats, the mean of the two middle times, as statistics.median)." -> four repeats
 #   "refuse an answer that calls the course's own version of the function" -> timing.benchmark not called
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> the median of four repeats in ms (a time in seconds is 1000 times too small)
+#   dtype -> n/a: no tensor; the clock gives Python floats
+#   device -> our simulated asynchronous device: no clock read while it is busy (no synchronize, or none at the start)
+#   pass-through -> warmup=0, repeats=1 and warmup=3, repeats=4 give 1 and 7 calls; fn receives exactly the given args
+#   state -> four calls in a row, each on a device of its own: times kept from an earlier call change the median
+#   gradient -> n/a: a timer; nothing is trained through it
+#   type -> the time is a Python float (not a 0-d tensor, not a bool)
+#   edge -> an even number of repeats (the mean of the two middle times); no warm-up and one repeat; synchronize=None
+#   symmetry -> skewed repeat times (2, 4, 6, 9 ms): for times spread evenly the mean would equal the median
+#   train-eval -> n/a: no module, no training behaviour
+#   efficiency -> n/a: the contract promises nothing on the timer's own cost
 import qkv.timing as _timing
 
 
@@ -55,6 +67,11 @@ with checks.forbid_reference(time_fn, (_timing, "benchmark")):
     # three slow warm-ups, then four timed calls: an even number of repeats
     _dev = _Device([40.0, 40.0, 40.0, 6.0, 2.0, 9.0, 4.0])
     _t = time_fn(_dev.fn, _a, _b, warmup=3, repeats=4, clock=_dev.clock, synchronize=_dev.sync)
+    checks.check_true(
+        isinstance(_t, float),
+        f"time_fn returns a Python float (got {type(_t).__module__}.{type(_t).__qualname__})",
+        hint="return float(statistics.median(times_ms)): a number, not a tensor",
+    )
     checks.check_scalar(len(_dev.args), 7, "calls of fn with warmup=3, repeats=4", atol=0)
     checks.check_true(all(x[0] is _a and x[1] is _b for x in _dev.args), "fn receives exactly the given arguments")
     checks.check_true(
