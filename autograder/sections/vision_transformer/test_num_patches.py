@@ -5,6 +5,18 @@
 #   "Returns the int (h / ph) * (w / pw)." -> six closed forms, each an int
 #   "Raises a ValueError, saying which sizes, if a size is not positive" -> (0, 4), (8, -2)
 #   "or the patch does not divide the image on both sides." -> sizes that do not divide, on either side
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> six closed forms, squares and rectangles
+#   dtype -> n/a: ints in, an int out; no tensor
+#   device -> n/a: no tensor, so no device
+#   pass-through -> n/a: both arguments enter the closed form; one left out is a wrong value (the value class)
+#   state -> n/a: a function of two sizes; there is nothing to keep or change
+#   gradient -> n/a: a count, nothing is trained through it
+#   type -> each result is an int (a / division gives a float, which torch.randn(1, P + 1, N) refuses)
+#   edge -> sizes that do not divide (on either side) and sizes that are not positive raise a ValueError
+#   symmetry -> rectangles in rectangular patches ((6, 8) in (3, 4)): the patch's sides crossed differ
+#   train-eval -> n/a: no module, no training behaviour
+#   efficiency -> n/a: the contract promises no time or memory (a closed form)
 for _args, _want in [
     ((28, 7), 16),
     ((96, 16), 36),
