@@ -31,3 +31,12 @@ def _runs(flags):
 def _is_tensor(x, name, dtypes, hint):
     checks.check_true(type(x) is checks.trusted.tensor(0).__class__, f"{name} is a torch.Tensor", hint=hint)
     checks.check_true(x.dtype in dtypes, f"{name} has dtype {' or '.join(str(d) for d in dtypes)}", hint=hint)
+
+
+def _raises(fn):
+    """The name of the exception ``fn()`` raises, or "no error"."""
+    try:
+        fn()
+    except Exception as err:  # noqa: BLE001
+        return type(err).__name__
+    return "no error"

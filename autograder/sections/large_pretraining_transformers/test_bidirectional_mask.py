@@ -7,6 +7,18 @@
 #   "(T, T) with mask[i, j] = j <= i, or (B, T, T) with" -> causal_mask(7), with lengths
 #   "mask[b, i, j] = j <= i and j < valid_lens[b], on valid_lens' device." -> its entries; the 'meta' device check
 #   "the grader refuses an answer that calls the course's own version of it" -> qkv.pretraining's masks not called
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> every entry of both masks against masks built by loops (T = 7)
+#   dtype -> both masks are bool tensors (not 0/1 floats, which ~mask and masked_fill misread)
+#   device -> lengths on 'meta': both masks follow valid_lens to its device
+#   pass-through -> valid_lens: with lengths [0, 7, 3, 5] causal_mask hides the padding keys too
+#   state -> n/a: the masks are new tensors made from T and valid_lens; there is nothing to keep or change
+#   gradient -> n/a: boolean masks; nothing is trained through them
+#   type -> n/a: the outputs are tensors; their dtype is the dtype class
+#   edge -> a length of 0 (no key seen) and a length of T (every key)
+#   symmetry -> rows are queries, columns keys: a transposed causal mask, or padding on the queries, differs
+#   train-eval -> n/a: functions with no training behaviour
+#   efficiency -> n/a: the contract promises no time or memory beyond the (B, T, T) masks
 _Tn, _lens = 7, [0, 7, 3, 5]
 _L = _T.tensor(_lens)  # (B,)
 with checks.forbid_reference(bidirectional_mask, (_qp, "bidirectional_mask"), (_qp, "causal_mask")):

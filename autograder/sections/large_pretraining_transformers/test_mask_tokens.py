@@ -13,6 +13,18 @@
 #   "(tokens itself is left unchanged)" -> tokens after the call
 #   "labels the original token where chosen and IGNORE_INDEX (-100) elsewhere." -> labels; long dtypes
 #   "the grader refuses an answer that calls the course's own version of it" -> qkv.corruption.mask_tokens not called
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> the rates (15% chosen; 80% <mask>, 10% random, 10% kept among them) and labels only where chosen
+#   dtype -> inputs and labels are long tensors
+#   device -> n/a: every draw is the CPU generator's; the contract names no other device
+#   pass-through -> generator (the same state gives the same result); num_special (random ids from [num_special, V))
+#   state -> tokens itself is unchanged after the call
+#   gradient -> n/a: token ids; nothing is trained through them
+#   type -> n/a: two tensors; their dtype is the dtype class
+#   edge -> special tokens (about 10% of them): never chosen or changed
+#   symmetry -> n/a: the contract treats the two 10% cases alike (which range of u draws the random id is free)
+#   train-eval -> n/a: a function with no training behaviour
+#   efficiency -> n/a: the contract promises no time or memory
 _g = _T.Generator().manual_seed(2024)
 _tok = _T.randint(5, 50, (64, 300), generator=_g)
 _spec = _T.rand(64, 300, generator=_g) < 0.1  # (B, T)

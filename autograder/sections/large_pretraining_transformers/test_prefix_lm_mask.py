@@ -8,6 +8,18 @@
 #   "dec (T_tgt, T_tgt), dec[i, j] = j <= i;" -> dec against loops
 #   "cross (B, T_tgt, T_src), cross[b, i, j] = j < src_valid_lens[b]." -> cross against loops
 #   "the grader refuses an answer that calls the course's own version of it" -> qkv.pretraining's masks not called
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> every entry of the four masks against masks built by loops
+#   dtype -> all bool (a causal mask made as the tril of a tensor of ones is float)
+#   device -> n/a: the contract names no device (prefix_lm_mask takes ints; encoder_decoder_masks' docstring none)
+#   pass-through -> src_valid_lens 6, 2, 0 in enc and cross; prefix_len 0, 1, 4 and 8
+#   state -> n/a: new tensors made from sizes and lengths; there is nothing to keep or change
+#   gradient -> n/a: boolean masks; nothing is trained through them
+#   type -> n/a: the outputs are tensors; their dtype is the dtype class
+#   edge -> prefix_len 0 (causal) and T (bidirectional); a source length of 0
+#   symmetry -> T_src = 6 and T_tgt = 3: a cross mask (B, T_src, T_tgt), or the prefix as a column, differs
+#   train-eval -> n/a: functions with no training behaviour
+#   efficiency -> n/a: the contract promises no time or memory beyond the masks
 _refs = [(_qp, n) for n in ("prefix_lm_mask", "encoder_decoder_masks", "causal_mask", "bidirectional_mask")]
 with checks.forbid_reference(prefix_lm_mask, *_refs):
     for _P in (0, 1, 4, 8):

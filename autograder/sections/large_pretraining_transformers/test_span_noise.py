@@ -12,6 +12,18 @@
 #   "that the m span lengths are a uniform split of n into positive parts." -> T = 100: lengths vary; share of 1s
 #   "Random, drawn with `generator` (CPU):" -> the same generator state gives the same spans
 #   "the grader refuses an answer that calls the course's own version of it" -> qkv.corruption's spans not called
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> exactly n noise tokens in exactly m separate spans in every draw, for seven T; lengths uniform
+#   dtype -> a bool tensor
+#   device -> n/a: drawn with a CPU generator; the contract names no device
+#   pass-through -> generator: the same state gives the same spans
+#   state -> n/a: a function of T and a generator, whose advancing is the contract; nothing else to keep or change
+#   gradient -> n/a: positions; nothing is trained through them
+#   type -> n/a: one tensor; its dtype is the dtype class
+#   edge -> T = 2 and 7 (n = 1: one span of one token); Python's round on 4.5 and 10.5 (T = 30 and 70)
+#   symmetry -> n/a: span_noise takes only T; no input whose symmetry could hide a mistake
+#   train-eval -> n/a: a function with no training behaviour
+#   efficiency -> n/a: the contract promises no time or memory
 for _Tn, _n, _S in [(2, 1, 1), (7, 1, 1), (13, 2, 1), (30, 4, 1), (33, 5, 2), (70, 10, 3), (100, 15, 5)]:
     _g = _T.Generator().manual_seed(_Tn)
     _hits = [0] * _Tn

@@ -7,7 +7,20 @@
 #   "inputs the tokens with span k replaced by sentinel_ids[k] (T - n + m,);" -> inputs against the walk
 #   "targets sentinel_ids[k] followed by span k's tokens for each k, then" -> targets against the walk
 #   "sentinel_ids[m] (n + m + 1,), n = noise.sum()." -> targets against the walk
+#   "The arguments are left unchanged." -> sentinel_ids compared with a copy after each call
 #   "the grader refuses an answer that calls the course's own version of it" -> corrupt_spans not called
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> inputs and targets against a walk over the tokens, 40 random patterns
+#   dtype -> both are long tensors (int32 ids are not)
+#   device -> n/a: the contract names no device (a list of ids and CPU tensors)
+#   pass-through -> sentinel_ids: arbitrary ids, one more than needed; span k gets sentinel_ids[k]
+#   state -> sentinel_ids, a list, is unchanged after the call (no pop)
+#   gradient -> n/a: token ids; nothing is trained through them
+#   type -> inputs and targets are tensors, not lists
+#   edge -> spans at either end, T from 1 to 30, patterns without any span
+#   symmetry -> n/a: the sentinels differ from every token id, and no two roles have the same size to confuse
+#   train-eval -> n/a: a function with no training behaviour
+#   efficiency -> n/a: the contract promises no time or memory
 _g = _T.Generator().manual_seed(911)
 
 
@@ -30,7 +43,13 @@ with checks.forbid_reference(spans_to_example, (_qc, "corrupt_spans")):
         _S = _runs(_noise.tolist())
         _sent = (_T.rand(50, generator=_g).argsort()[: _S + 2] + 1000).tolist()
         _wi, _wt = _ref_example(_tok.tolist(), _noise.tolist(), _sent)
+        _kept = list(_sent)
         _gi, _gt = spans_to_example(_tok, _noise, _sent)
+        checks.check_true(
+            _sent == _kept,
+            f"sentinel_ids is unchanged after the call (hidden; it became {_sent[:6]}, was {_kept[:6]})",
+            hint="read sentinel_ids[k] with a counter k; do not pop or remove from the list",
+        )
         _is_tensor(_gi, "inputs (hidden)", (_T.long,), "long tensors")
         _is_tensor(_gt, "targets (hidden)", (_T.long,), "long tensors")
         _what = f"(hidden, T = {_Tn}, {_S} spans, noise at {_noise.nonzero().flatten().tolist()})"
