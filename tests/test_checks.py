@@ -279,6 +279,7 @@ cells = [
     "# Exercise 7 (1 point): write Net.\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
     "\n    def forward(self, X):\n        return self.dense1(X)",
     "# Test of exercise 7, locked.\nNet()(torch.ones(2))",
+    "%tb",  # the whole traceback of the error just shown briefly
     # errors that are none of these keep their traceback
     "{}['missing']",
     "raise RuntimeError('something else went wrong')",
@@ -307,8 +308,9 @@ def _crashes():
 def test_install_explains_a_forgotten_super_a_none_and_a_shape_error_in_a_few_lines():
     found = _crashes()
     shown = found["shown"]
-    assert len(shown) == 10, [s[:2] for s in shown]
-    init_none, init_layer, no_return, none_inside, shape, device, unset, key, runtime, attr = shown
+    assert len(shown) == 11, [s[:2] for s in shown]
+    init_none, init_layer, no_return, none_inside, shape, device, unset, whole, key, runtime, attr = shown
+    assert whole[0] == "AttributeError" and any("module.py" in line for line in whole[2])  # %tb: PyTorch's frames
     for _etype, text, stb in (init_none, init_layer, no_return, none_inside, shape, device, unset):
         assert stb == text.splitlines(), "the lines shown are the message, the error's evalue says it too"
         assert 3 <= len(stb) <= 8, stb
@@ -320,7 +322,7 @@ def test_install_explains_a_forgotten_super_a_none_and_a_shape_error_in_a_few_li
     # the forgotten super().__init__(), whether PyTorch noticed it on the first call or on the first layer made
     for (etype, _text, stb), name, number in ((init_none, "FFN", 1), (init_layer, "Enc", 2)):
         assert etype == "AttributeError"
-        assert stb[0] == f"{name} is not set up as a PyTorch module: its __init__ never called super().__init__()"
+        assert _flat(stb).startswith(f"{name}.__init__ never called super().__init__(), so {name} is not a working")
         assert f"  where:    {name}.__init__, in your Exercise {number} cell" in stb
         assert "super().__init__() the first line of __init__" in _flat(stb)
     assert "object has no attribute '_" in _flat(init_none[2])  # '_backward_hooks', '_compiled_call_impl'...

@@ -364,10 +364,10 @@ def _explain(error: BaseException, tb) -> str | None:
         number = _exercise_of(init.__code__.co_filename) if inspect.isfunction(init) else None
         where = f"{name}.__init__" + (f", in your Exercise {number} cell" if number else "")
         return _lines(
-            f"{name} is not set up as a PyTorch module: its __init__ never called super().__init__()",
+            f"{name}.__init__ never called super().__init__(), so {name} is not a working PyTorch module",
             [("where", where), ("error", raised)],
-            "make super().__init__() the first line of __init__, before any layer, buffer or parameter is "
-            "made: nn.Module sets up its parameters, buffers and hooks there",
+            "make super().__init__() the first line of __init__: nn.Module sets up its parameters, buffers "
+            "and hooks there",
             more,
         )
     place, in_test = _place(frame, lineno)
