@@ -13,7 +13,8 @@ One source for every piece (docs/design.md):
   module's ``CELLS[grade_id]`` string.
 * ``autograder/sections/<module>/<grade_id>.py`` holds the hidden tests of the
   test cell ``grade_id``, as plain Python; an optional ``_common.py`` beside
-  them holds reference helpers that several of them share. They use
+  them holds reference helpers that several of them share, which a hidden test
+  imports explicitly (``from _common import ...``, inlined by :func:`hidden_tests`). They use
   ``checks.check_*`` and ``checks.trusted.*`` as the visible tests do; no
   rewriting is needed: when graded, each hidden block runs in a namespace of
   its own whose ``checks`` is the one the sandbox recorded before any student
@@ -56,6 +57,8 @@ ROOT = nbs.ROOT
 
 BEGIN_SOLUTION, END_SOLUTION = protocol.BEGIN_SOLUTION, protocol.END_SOLUTION
 BEGIN_HIDDEN, END_HIDDEN = protocol.BEGIN_HIDDEN, protocol.END_HIDDEN
+#: The module a hidden test imports its section's shared helpers from (``autograder/sections/<module>/_common.py``).
+COMMON = "_common"
 
 
 class AssemblyError(RuntimeError):
@@ -237,14 +240,33 @@ def fill_stubs(source: str, grade: str, answers: ModuleType, markers: bool) -> s
 
 
 def hidden_tests(which: Section | str, grade: str) -> str | None:
-    """The hidden tests of test cell ``grade``, preceded by the section's ``_common.py`` (reference helpers
-    shared by several hidden tests) when there is one, so each hidden block runs on its own in its cell."""
+    """The hidden tests of test cell ``grade``, with the section's shared helpers inlined where the file imports them
+    (``from _common import ...``: that statement is replaced by ``_common.py``'s text), so each hidden block runs on
+    its own in its cell. A hidden test that imports nothing from ``_common`` gets none of it."""
     sec = as_section(which)
     path = sec.hidden_test(grade)
     if not path.exists():
         return None
-    parts = [p.read_text(encoding="utf-8").strip("\n") for p in (sec.hidden_common, path) if p.exists()]
-    return "\n\n".join(parts)
+    text = path.read_text(encoding="utf-8").strip("\n")
+    found = [n for n in ast.parse(text).body if isinstance(n, ast.ImportFrom) and n.module == COMMON]
+    if not found:
+        if sec.hidden_common.exists() and not _imports_common(sec):  # TRANSITIONAL: a section not converted yet
+            return sec.hidden_common.read_text(encoding="utf-8").strip("\n") + "\n\n" + text
+        return text
+    if len(found) > 1 or not sec.hidden_common.exists():
+        where = f"{path.relative_to(ROOT)}, line {found[-1].lineno}"
+        raise AssemblyError(
+            f"{where}: import the section's shared helpers once, from {COMMON}, which must exist "
+            f"({sec.hidden_common.relative_to(ROOT)})"
+        )
+    lines = text.splitlines()
+    common = sec.hidden_common.read_text(encoding="utf-8").strip("\n").splitlines()
+    lines[found[0].lineno - 1 : found[0].end_lineno] = common
+    return "\n".join(lines)
+
+
+def _imports_common(sec: Section) -> bool:
+    return any(f"from {COMMON} import" in p.read_text(encoding="utf-8") for p in sec.grading_dir.glob("test_*.py"))
 
 
 def solved(

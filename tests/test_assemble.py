@@ -99,3 +99,18 @@ def test_each_hidden_block_reads_only_the_notebooks_names_and_the_builtins(slug)
 def test_the_reads_of_a_block_are_what_it_does_not_bind():
     tree = ast.parse("import math as _m\n_x = [i for i in range(3)]\nchecks.check_true(_m.pi > answer(_x), 'w')")
     assert _reads(tree) == {"checks", "answer"}
+
+
+def test_a_hidden_test_gets_its_sections_helpers_where_it_imports_them_and_only_then():
+    """``from _common import ...`` in a hidden test is replaced by the section's ``_common.py`` (the statement a
+    linter can read, the text the sandbox runs); a hidden test that imports nothing from it gets none of it."""
+    sec = section("queries-keys-values")
+    common = sec.hidden_common.read_text(encoding="utf-8").strip("\n")
+    importing = sec.hidden_test("test_attention_pooling").read_text(encoding="utf-8")
+    assert "from _common import" in importing
+    text = assemble.hidden_tests(sec, "test_attention_pooling")
+    assert common in text and "from _common import" not in text
+    compile(text, "<hidden>", "exec")  # still one piece of Python
+    plain = sec.hidden_test("test_averaging_similarity").read_text(encoding="utf-8")
+    assert "from _common import" not in plain
+    assert "def _device_probe" not in assemble.hidden_tests(sec, "test_averaging_similarity")
