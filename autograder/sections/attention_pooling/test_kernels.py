@@ -25,6 +25,8 @@
 #   efficiency -> n/a: elementwise functions; the contract promises no time or memory bound
 import math as _math
 
+from _common import _device_probe  # the section's shared helpers (the assembler inlines _common.py)
+
 import qkv.nadaraya_watson as _nwm
 
 _T = checks.trusted

@@ -27,6 +27,16 @@
 #   train-eval -> eval mode: no dropout; training mode: dropout on the weights, not on the output
 #   efficiency -> n/a: the (B, Q, K, N) sums are the method; the contract promises no bound
 import torch as _torch
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _attend_ref,
+    _check_dropout_on_weights,
+    _check_gradients,
+    _f64,
+    _keep_of,
+    _masked_torch,
+    _math,
+)
 
 import qkv.attention as _qa
 

@@ -26,6 +26,16 @@
 #   train-eval -> eval mode: no dropout; training mode: dropout on the weights, not on the output
 #   efficiency -> the memory probe: no tensor of the (B, Q, K, d) differences (q - k formed for every pair)
 import torch.overrides as _ov
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _attend_ref,
+    _check_dropout_on_weights,
+    _check_gradients,
+    _f64,
+    _keep_of,
+    _masked_torch,
+    _math,
+)
 
 
 def _distance(qi, kj):

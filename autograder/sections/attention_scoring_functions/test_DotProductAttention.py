@@ -22,6 +22,18 @@
 #   symmetry -> d = 5 and K = 6 differ: the scale taken from the number of keys shows
 #   train-eval -> eval mode: no dropout; training mode: dropout on the weights (always on; on the output)
 #   efficiency -> n/a: the contract promises no time or memory bound
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _attend_ref,
+    _check_dropout_on_weights,
+    _check_gradients,
+    _check_inputs_unchanged,
+    _f64,
+    _keep_of,
+    _masked_torch,
+    _math,
+)
+
 import qkv.attention as _qa
 
 

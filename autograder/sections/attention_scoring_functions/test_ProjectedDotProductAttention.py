@@ -23,6 +23,16 @@
 #   train-eval -> eval mode: no dropout; training mode: dropout on the weights, not on the output
 #   efficiency -> n/a: the contract promises no time or memory bound
 import torch as _torch
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _attend_ref,
+    _check_dropout_on_weights,
+    _check_gradients,
+    _f64,
+    _keep_of,
+    _masked_torch,
+    _math,
+)
 
 _g = _T.Generator().manual_seed(1136)
 _q = _T.randn(2, 3, 3, generator=_g, dtype=_f64)

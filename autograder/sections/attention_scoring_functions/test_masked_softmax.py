@@ -28,6 +28,12 @@
 #   efficiency -> n/a: the contract promises no time or memory bound beyond reading no values (the device class)
 import math as _math
 
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _check_gradients,
+    _keep_of,
+    _masked_torch,
+)
+
 import qkv.attention as _qa
 
 _T = checks.trusted

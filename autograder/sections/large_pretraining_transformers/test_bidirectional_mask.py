@@ -19,6 +19,8 @@
 #   symmetry -> rows are queries, columns keys: a transposed causal mask, or padding on the queries, differs
 #   train-eval -> n/a: functions with no training behaviour
 #   efficiency -> n/a: the contract promises no time or memory beyond the (B, T, T) masks
+from _common import _T, _is_tensor, _loop_mask, _qp  # the section's shared helpers (the assembler inlines _common.py)
+
 _Tn, _lens = 7, [0, 7, 3, 5]
 _L = _T.tensor(_lens)  # (B,)
 with checks.forbid_reference(bidirectional_mask, (_qp, "bidirectional_mask"), (_qp, "causal_mask")):

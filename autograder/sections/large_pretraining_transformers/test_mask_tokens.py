@@ -25,6 +25,8 @@
 #   symmetry -> n/a: the contract treats the two 10% cases alike (which range of u draws the random id is free)
 #   train-eval -> n/a: a function with no training behaviour
 #   efficiency -> n/a: the contract promises no time or memory
+from _common import _T, _is_tensor, _math, _qc  # the section's shared helpers (the assembler inlines _common.py)
+
 _g = _T.Generator().manual_seed(2024)
 _tok = _T.randint(5, 50, (64, 300), generator=_g)
 _spec = _T.rand(64, 300, generator=_g) < 0.1  # (B, T)

@@ -17,6 +17,8 @@
 #   symmetry -> random corpora: labels made as X + 1, which an arange corpus cannot tell from the shift, differ
 #   train-eval -> n/a: a function with no training behaviour
 #   efficiency -> n/a: the contract promises no time or memory
+from _common import _T, _raises  # the section's shared helpers (the assembler inlines _common.py)
+
 _g = _T.Generator().manual_seed(42)
 for _L, _Tn in [(1001, 7), (20, 5), (6, 5)]:
     _c = _T.randint(0, 28, (_L,), generator=_g)

@@ -20,6 +20,8 @@
 #   symmetry -> T_src = 6 and T_tgt = 3: a cross mask (B, T_src, T_tgt), or the prefix as a column, differs
 #   train-eval -> n/a: functions with no training behaviour
 #   efficiency -> n/a: the contract promises no time or memory beyond the masks
+from _common import _T, _is_tensor, _loop_mask, _qp  # the section's shared helpers (the assembler inlines _common.py)
+
 _refs = [(_qp, n) for n in ("prefix_lm_mask", "encoder_decoder_masks", "causal_mask", "bidirectional_mask")]
 with checks.forbid_reference(prefix_lm_mask, *_refs):
     for _P in (0, 1, 4, 8):

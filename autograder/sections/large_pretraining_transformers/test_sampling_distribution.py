@@ -21,6 +21,8 @@
 #   symmetry -> B = 3 rows and V = 11 tokens, all different: a softmax over the batch axis differs
 #   train-eval -> n/a: a function with no training behaviour
 #   efficiency -> n/a: the contract promises no time or memory
+from _common import _T, _f64, _is_tensor, _math, _ql  # the section's shared helpers (the assembler inlines _common.py)
+
 _g = _T.Generator().manual_seed(1109)
 _lg = _T.randn(3, 11, generator=_g, dtype=_f64) * 2
 

@@ -24,6 +24,8 @@
 #   symmetry -> n/a: span_noise takes only T; no input whose symmetry could hide a mistake
 #   train-eval -> n/a: a function with no training behaviour
 #   efficiency -> n/a: the contract promises no time or memory
+from _common import _T, _is_tensor, _math, _qc, _runs  # the section's shared helpers (the assembler inlines _common.py)
+
 for _Tn, _n, _S in [(2, 1, 1), (7, 1, 1), (13, 2, 1), (30, 4, 1), (33, 5, 2), (70, 10, 3), (100, 15, 5)]:
     _g = _T.Generator().manual_seed(_Tn)
     _hits = [0] * _Tn

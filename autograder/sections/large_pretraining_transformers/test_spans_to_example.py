@@ -21,6 +21,8 @@
 #   symmetry -> n/a: the sentinels differ from every token id, and no two roles have the same size to confuse
 #   train-eval -> n/a: a function with no training behaviour
 #   efficiency -> n/a: the contract promises no time or memory
+from _common import _T, _is_tensor, _qc, _runs  # the section's shared helpers (the assembler inlines _common.py)
+
 _g = _T.Generator().manual_seed(911)
 
 

@@ -17,6 +17,8 @@
 #   symmetry -> 5 queries and 7 keys: scores built keys by queries, (K, Q), have the wrong shape
 #   train-eval -> n/a: a function without a module, dropout or mode
 #   efficiency -> n/a: the contract promises no time or memory bound (the (Q, K, d) differences are allowed)
+from _common import _device_probe  # the section's shared helpers (the assembler inlines _common.py)
+
 _T = checks.trusted
 _g = _T.Generator().manual_seed(1102)
 _q = _T.randn(5, 4, generator=_g, dtype=_T.float64)

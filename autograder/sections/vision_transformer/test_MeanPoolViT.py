@@ -19,6 +19,22 @@
 #   symmetry -> random positions: the patches given rows 0 .. P - 1 instead of 1 .. P differ
 #   train-eval -> training mode, emb_dropout 0.5: self.dropout once, on the patches plus their positions
 #   efficiency -> n/a: the contract promises no time or memory
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _draw,
+    _f64,
+    _head,
+    _load,
+    _patches,
+    _qv,
+    _raises,
+    _tF,
+    _torch,
+    _torch_block,
+    _vit_tokens,
+    _vit_weights,
+)
+
 _g = _T.Generator().manual_seed(1187)
 checks.check_true(
     isinstance(MeanPoolViT, type) and issubclass(MeanPoolViT, _qv.ViT),

@@ -20,6 +20,16 @@
 #   symmetry -> a 3 x 4 grid of rectangular patches: a grid read column by column, or a square count, differ
 #   train-eval -> n/a: no dropout, no training behaviour
 #   efficiency -> n/a: the contract promises no time or memory beyond the convolution's
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _draw,
+    _f64,
+    _load,
+    _patches,
+    _qv,
+    _torch,
+)
+
 _g = _T.Generator().manual_seed(1181)
 with checks.forbid_reference(PatchEmbedding, (_qv, "PatchEmbedding")):
     _emb = PatchEmbedding((9, 8), (3, 2), 5, in_channels=2).double()

@@ -30,6 +30,23 @@
 #   symmetry -> a random <cls> and random positions: a zero <cls>, equal to the initial one, shows
 #   train-eval -> training mode: one dropout after the positions (emb_dropout 0.5), the blocks' (blk_dropout 0.3)
 #   efficiency -> n/a: the contract promises no time or memory
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _block_by_hand,
+    _draw,
+    _f64,
+    _head,
+    _load,
+    _patches,
+    _qv,
+    _raises,
+    _tF,
+    _torch,
+    _torch_block,
+    _vit_tokens,
+    _vit_weights,
+)
+
 _g = _T.Generator().manual_seed(1185)
 with checks.forbid_reference(ViT, (_qv, "ViT")):
     _vit = ViT((6, 8), 2, 8, 12, 2, 2, 0.0, 0.0, num_classes=5, in_channels=3).double().eval()

@@ -23,6 +23,17 @@
 #   symmetry -> ln1 and ln2 with different weights (at initialisation both are ones and zeros): swapped norms show
 #   train-eval -> training mode, dropout 0.3, against the block written out with the same masks
 #   efficiency -> n/a: the contract promises no time or memory beyond the sublayers'
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _block_by_hand,
+    _block_weights,
+    _draw,
+    _load,
+    _qv,
+    _torch,
+    _torch_block,
+)
+
 _g = _T.Generator().manual_seed(1184)
 with checks.forbid_reference(ViTBlock, (_qv, "ViTBlock")):
     _blk = ViTBlock(8, 8, 12, 2, 0.0).double().eval()

@@ -19,6 +19,16 @@
 #   symmetry -> input, hidden and output sizes 5, 7 and 3 all differ: the two layers' sizes swapped cannot load
 #   train-eval -> training mode: one dropout after each layer, with the reference's masks; none in evaluation mode
 #   efficiency -> n/a: the contract promises no time or memory beyond the two layers'
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _draw,
+    _f64,
+    _load,
+    _qv,
+    _tF,
+    _torch,
+)
+
 _g = _T.Generator().manual_seed(1182)
 with checks.forbid_reference(ViTMLP, (_qv, "ViTMLP")):
     _mlp = ViTMLP(7, 3, dropout=0.5)

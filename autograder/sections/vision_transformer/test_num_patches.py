@@ -17,6 +17,8 @@
 #   symmetry -> rectangles in rectangular patches ((6, 8) in (3, 4)): the patch's sides crossed differ
 #   train-eval -> n/a: no module, no training behaviour
 #   efficiency -> n/a: the contract promises no time or memory (a closed form)
+from _common import _raises  # the section's shared helpers (the assembler inlines _common.py)
+
 for _args, _want in [
     ((28, 7), 16),
     ((96, 16), 36),
