@@ -15,6 +15,9 @@
   name or a failure message holds shows as text.
 * ``failures.csv``: one row per failed test of each notebook, with the first
   line of what failed (a check's message, or the error).
+* ``similarity.csv``: the pairs of answers to one exercise that are alike beyond
+  the code every student was given (:mod:`autograder.similarity`); ``report.html``
+  shows each pair side by side, the lines they share marked, for a person to judge.
 * Feedback: nbgrader's own ``generate_feedback`` on the autograded notebooks,
   in ``COURSE/feedback/STUDENT/ASSIGNMENT/``.
 """
@@ -28,9 +31,13 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from autograder import similarity
+
 FIELDS = ("student", "assignment", "notebook", "score", "max_score", "status", "reason")
 LATE_FIELDS = ("late_penalty", "seconds_late", "ungraded")
 TEMPLATES = Path(__file__).resolve().with_name("templates")
+#: The pairs of similar answers that ``report.html`` shows side by side (the rest are listed, and in the CSV).
+SHOWN_PAIRS = 50
 
 
 def exercise_columns(results) -> list[str]:
@@ -176,9 +183,15 @@ def templates():
     return env
 
 
-def write_report(results, out: Path) -> Path:
+def write_similarity(pairs, path: Path) -> Path:
+    """``similarity.csv``: one row per pair of similar answers (:func:`autograder.similarity.write_csv`)."""
+    return similarity.write_csv(pairs, path)
+
+
+def write_report(results, out: Path, similar=(), threshold: float = similarity.THRESHOLD) -> Path:
     """``report.png`` and ``report.html`` (the template ``templates/report.html.j2``) in ``out``; returns the
-    HTML path."""
+    HTML path. ``similar``: the pairs of similar answers (:func:`autograder.similarity.find`, at ``threshold``),
+    each shown side by side."""
     out = Path(out)
     write_figure(results, out / "report.png")
     waiting = Counter(g for r in results for g in r.waiting)
@@ -195,6 +208,10 @@ def write_report(results, out: Path) -> Path:
             failed_in={g: sum(g in r.failures for r in results) for g in common},
             waiting={g: waiting[g] for g in exercise_columns(results) if waiting[g]},
             flagged=[r for r in results if r.flags],
+            similar=list(similar),
+            sides=[(pair, similarity.side_by_side(pair)) for pair in list(similar)[:SHOWN_PAIRS]],
+            threshold=threshold,
+            common_count=similarity.COMMON,
         )
     )
     path = out / "report.html"

@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import gradebook, report
+from autograder import gradebook, report, similarity
 from autograder import sandbox as sb
 from autograder.grading.journal import Journal
 from autograder.grading.options import TAMPER_POLICIES, GradeOptions
@@ -99,7 +99,9 @@ def run(submissions: Path, course_dir: Path | None, out: Path | None, options: G
     report.write_csv(results, out / "grades.csv")
     report.write_failures(results, out / "failures.csv")
     report.write_flags(results, out / "flags.csv")
-    report.write_report(results, out)
+    similar = [] if options.similarity is None else similarity.find(course, results, options.similarity)
+    report.write_similarity(similar, out / "similarity.csv")
+    report.write_report(results, out, similar, options.similarity or similarity.THRESHOLD)
     if options.feedback:
         report.generate_feedback(course, sorted({r.assignment for r in results}), options.workers)
     journal.remove()
@@ -121,6 +123,14 @@ def load_course(course_dir: Path, db_url: str | None = None) -> Course:
                 f"{course_dir / 'nbgrader_config_local.py'} and that its server runs. Nothing was graded."
             ) from None
         raise
+
+
+def share(text: str) -> float:
+    """A command-line share, above 0 and at most 1 (``--similarity``)."""
+    value = positive(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be at most 1 (a share of an answer), not {text}")
+    return value
 
 
 def positive(text: str) -> float:
@@ -160,6 +170,15 @@ def main(argv=None) -> int:
         f"{default.memory / sb.GiB:g}); given, it holds for every section",
     )
     parser.add_argument("--no-feedback", action="store_true", help="skip nbgrader's feedback HTML")
+    parser.add_argument(
+        "--similarity",
+        type=share,
+        default=similarity.THRESHOLD,
+        metavar="SHARE",
+        help=f"list pairs of answers to an exercise at least this alike, the code given to all left out "
+        f"(similarity.csv, report.html; default {similarity.THRESHOLD:g})",
+    )
+    parser.add_argument("--no-similarity", action="store_true", help="no similarity.csv, no pairs in the report")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
         "--tampered",
@@ -195,6 +214,7 @@ def main(argv=None) -> int:
             jobs=args.jobs,
             db=args.db,
             cluster=args.cluster,
+            similarity=None if args.no_similarity else args.similarity,
         )
         results = grade(args.submissions, args.course, args.out, options)
     except (GradingError, sb.SandboxUnavailable) as err:
@@ -207,6 +227,8 @@ def main(argv=None) -> int:
     course_dir = Path(args.course or default_course()).resolve()
     out = reports_dir(course_dir, args.out)
     print(f"grades: {out / 'grades.csv'}\nreport: {out / 'report.html'} (failures: {out / 'failures.csv'})")
+    if not args.no_similarity:
+        print(f"answers alike, for a person to read: {out / 'similarity.csv'} and the report")
     if not args.no_feedback:
         print(f"feedback: {course_dir / 'feedback'}/STUDENT/ASSIGNMENT/")
     waiting = sum(len(r.waiting) for r in results)

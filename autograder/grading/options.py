@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Collection
 
 from autograder import sandbox as sb
+from autograder import similarity
 from autograder.grading.limits import FIXABLE
 from autograder.nbcourse import GradingError
 
@@ -24,7 +25,8 @@ class GradeOptions:
     objects were changed gets (:data:`TAMPER_POLICIES`). ``feedback``: write nbgrader's feedback HTML;
     ``progress``: show a progress bar; ``jobs``: sandboxes at once on this machine (None: one per CPU); ``db``: the
     gradebook's database URL instead of the course's ``db_url``; ``cluster``: the address of a dask scheduler whose
-    workers run the sandboxes."""
+    workers run the sandboxes; ``similarity``: how alike two answers to one exercise must be (0 to 1) to be listed
+    in ``similarity.csv`` and the report (:mod:`autograder.similarity`), None for no such list."""
 
     limits: sb.Limits = dataclasses.field(default_factory=sb.Limits)
     fixed: tuple[str, ...] = ()
@@ -34,6 +36,7 @@ class GradeOptions:
     jobs: int | None = None
     db: str | None = None
     cluster: str | None = None
+    similarity: float | None = similarity.THRESHOLD
 
     def __post_init__(self) -> None:
         if self.tampered not in TAMPER_POLICIES:
@@ -44,6 +47,12 @@ class GradeOptions:
         unknown = sorted(set(self.fixed) - set(FIXABLE))
         if unknown:
             raise GradingError(f"fixed names limits a section may set ({', '.join(FIXABLE)}), not {unknown}")
+        if self.similarity is not None and (
+            isinstance(self.similarity, bool)
+            or not isinstance(self.similarity, int | float)
+            or not 0 < self.similarity <= 1
+        ):
+            raise GradingError(f"similarity is a share of an answer, above 0 and at most 1, not {self.similarity!r}")
         if self.jobs is not None and (isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1):
             raise GradingError(f"jobs is the number of sandboxes at once, a whole number from 1, not {self.jobs!r}")
 

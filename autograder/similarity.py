@@ -1,0 +1,329 @@
+"""Answers alike beyond chance: for each exercise, the pairs of submissions whose answer code is mostly the same,
+for a person to judge (``similarity.csv`` and a section of ``report.html``; :func:`find`).
+
+The fingerprints are `copydetect <https://pypi.org/project/copydetect/>`_'s (the winnowing of MOSS): an answer is
+tokenised, every name becomes one letter (``V`` a variable or attribute, ``F`` a function, ``O`` a class), strings
+become ``S``, comments and whitespace go, and the hashes of its k-grams (:data:`NOISE` characters of that text) are its
+fingerprints. So a copy with its variables renamed, its comments rewritten or its layout changed keeps them. Before
+that, three things are taken out of each answer:
+
+* **What every student was given.** The lines of the course's release notebook (the stub's header, signatures and
+  ``raise NotImplementedError()``, the visible tests, the setup cell) and the answer's docstrings are left out, and the
+  fingerprints of the release's code cells are copydetect's boilerplate. An unchanged stub has no code left.
+* **The order of the statements.** What is left is fingerprinted statement by statement in a canonical order (by the
+  statement's text with its names made one letter), so that a copy whose lines were reordered reads the same.
+* **Nothing else**: the answer's own code, its size the denominator of its share.
+
+Two answers are then scored only when they share at least :data:`MIN_MATCH` characters (about a line) of passages
+that at most :data:`COMMON` answers of the exercise have (MOSS's ``-m``): code that much of the class wrote the same
+way (the one obvious line, the solution half the class found) is no evidence for any one pair. An answer's share is
+the part of its own code that the other answer has too, and a pair's ``similarity`` the larger share (an answer copied
+whole into a longer one shows); pairs from :data:`THRESHOLD` on are listed. Every value is the same on every run:
+every k-gram is kept (a winnowing window of 1), so no hash seed picks the fingerprints that count.
+
+Nothing here accuses anyone or changes a grade. Independent answers to a short exercise can be alike, and a shared
+mistake is as alike as shared code; a person reads the two answers side by side (:func:`side_by_side`) and decides.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import copy
+import csv
+import dataclasses
+import io
+import itertools
+import json
+import keyword
+import re
+import tokenize
+from collections import Counter, defaultdict
+from pathlib import Path
+
+#: copydetect's noise threshold: the length of a fingerprinted k-gram, in characters of the filtered text
+#: (``def F(V, V):`` is ``defF(V,V):``, 10 characters).
+NOISE = 25
+#: A passage found in more answers of one exercise than this is common knowledge, never a match (MOSS's ``-m``).
+COMMON = 10
+#: The fewest characters of filtered text two answers must share to be compared at all (about one line of code).
+MIN_MATCH = 40
+#: A pair of answers is listed when the larger of their shares is at least this.
+THRESHOLD = 0.8
+#: The grading statuses whose notebooks hold no answer of the student's to compare.
+NOT_ANSWERED = ("missing", "invalid notebook")
+FIELDS = ("assignment", "notebook", "grade_id", "student_a", "student_b", "similarity", "share_a", "share_b")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Answer:
+    """One student's answer to one exercise: the source of its answer cell (nbgrader ``solution`` code cell)."""
+
+    student: str
+    assignment: str
+    notebook: str
+    grade_id: str
+    source: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Pair:
+    """Two answers to one exercise more alike than the threshold; ``matched_a``/``matched_b``: the line numbers
+    (from 1) of each answer's source that lie in passages the other answer shares."""
+
+    assignment: str
+    notebook: str
+    grade_id: str
+    student_a: str
+    student_b: str
+    similarity: float
+    share_a: float
+    share_b: float
+    source_a: str
+    source_b: str
+    matched_a: frozenset[int]
+    matched_b: frozenset[int]
+
+
+def _fingerprint(source: str, given=()):
+    """copydetect's fingerprint of ``source`` (Python), every k-gram kept, the hashes of ``given`` left out."""
+    import numpy as np
+    from copydetect import CodeFingerprint
+
+    return CodeFingerprint("answer.py", NOISE, 1, np.asarray(given), language="python", fp=io.StringIO(source))
+
+
+@dataclasses.dataclass(frozen=True)
+class Given:
+    """The code every student was given: its lines, stripped (an answer's line that is one of them is the stub's,
+    or a visible test's), and its fingerprints (copydetect's boilerplate: a passage of given code within a line)."""
+
+    lines: frozenset[str]
+    hashes: tuple[int, ...]
+
+    @classmethod
+    def of(cls, sources) -> Given:
+        """What the code cells ``sources`` (the release notebook's) give every student."""
+        sources = list(sources)
+        lines = frozenset(line.strip() for source in sources for line in source.splitlines())
+        hashes = {h for source in sources for h in _fingerprint(source).hashes}
+        return cls(lines, tuple(sorted(hashes)))
+
+
+def _docstring_lines(source: str) -> set[int]:
+    """The line numbers (from 1) of the docstrings of ``source``'s module, classes and functions; none when it
+    does not parse (the lines given to every student are still left out)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) or not body:
+            continue
+        first = body[0]
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            found.update(range(first.lineno, first.end_lineno + 1))
+    return found
+
+
+def _statements(source: str) -> list[list[int]]:
+    """The line numbers (from 1) of each statement of ``source`` (a logical line: a call over three lines is one),
+    comment lines left out; each line alone when ``source`` does not tokenize."""
+    groups: list[list[int]] = []
+    try:
+        first = None
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.NEWLINE and first is not None:
+                groups.append(list(range(first, token.start[0] + 1)))
+                first = None
+            elif first is None and token.type not in _NOT_CODE:
+                first = token.start[0]
+        if first is not None:
+            groups.append(list(range(first, len(source.splitlines()) + 1)))
+    except (tokenize.TokenError, SyntaxError):
+        groups = [[n] for n in range(1, len(source.splitlines()) + 1)]
+    return groups
+
+
+_NOT_CODE = (tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING, tokenize.ENDMARKER)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _order_key(text: str) -> str:
+    """What orders the statements of an answer: its text with every name but Python's keywords one letter, no
+    comments, no spaces, so that renaming variables does not reorder the statements."""
+    text = "".join(line.split("#", 1)[0] for line in text.splitlines())
+    return "".join(_NAME.sub(lambda m: m[0] if keyword.iskeyword(m[0]) else "V", text).split())
+
+
+def own_lines(source: str, given: Given) -> list[tuple[int, str]]:
+    """``(number, text)`` of the lines of an answer that its student wrote, statement by statement in a canonical
+    order (so that two answers whose statements are the same in another order read alike): no blank line, no
+    comment line, no docstring, no line of the code every student was given (the stub's header, signatures,
+    ``raise NotImplementedError()``)."""
+    lines = source.splitlines()
+    skip = _docstring_lines(source)
+    units = []
+    for group in _statements(source):
+        kept = [n for n in group if n not in skip and lines[n - 1].strip() and lines[n - 1].strip() not in given.lines]
+        if kept:
+            units.append([(n, lines[n - 1]) for n in kept])
+    units.sort(key=lambda unit: _order_key("\n".join(text for _, text in unit)))
+    return [line for unit in units for line in unit]
+
+
+@dataclasses.dataclass
+class _Own:
+    """An answer's own lines, joined (what is fingerprinted), and their numbers in the answer."""
+
+    answer: Answer
+    numbers: list[int]
+    print: object  # copydetect's CodeFingerprint of the joined lines
+
+    def lines_of(self, slices) -> frozenset[int]:
+        """The answer's line numbers that the character ranges ``slices`` (2 x N, in the joined text) touch."""
+        joined = self.print.raw_code
+        starts = [0] + [i + 1 for i, ch in enumerate(joined) if ch == "\n"]
+        found: set[int] = set()
+        for start, end in zip(*slices):
+            first = bisect.bisect_right(starts, int(start))
+            last = bisect.bisect_right(starts, max(int(start), int(end) - 1))
+            found.update(self.numbers[k - 1] for k in range(first, last + 1) if k <= len(self.numbers))
+        return frozenset(found)
+
+
+def _without(fingerprint, common: set[int]):
+    """A copy of ``fingerprint`` without the hashes in ``common`` (what is left to be evidence of copying)."""
+    if not common & fingerprint.hashes:
+        return fingerprint
+    out = copy.copy(fingerprint)
+    out.hashes = fingerprint.hashes - common
+    out.hash_idx = {h: i for h, i in fingerprint.hash_idx.items() if h not in common}
+    return out
+
+
+def compare(
+    answers: list[Answer],
+    given: Given,
+    threshold: float = THRESHOLD,
+    common: int = COMMON,
+    min_match: int = MIN_MATCH,
+) -> list[Pair]:
+    """The pairs of ``answers`` (all to one exercise) whose similarity is at least ``threshold``, most alike first;
+    ``given``: the code every student was given (:meth:`Given.of`).
+
+    Only the pairs that share at least ``min_match`` characters of passages found in at most ``common`` answers are
+    scored (a pair alike only in what much of the class wrote has no evidence of its own); each distinct text is
+    fingerprinted once. So a large class costs about as much as its distinct answers, not as its pairs."""
+    from copydetect import compare_files
+
+    cache: dict[str, object] = {}
+    own = []
+    for a in answers:
+        lines = own_lines(a.source, given)
+        text = "\n".join(line for _, line in lines) + "\n"
+        if text not in cache:
+            cache[text] = _fingerprint(text, given.hashes)
+        own.append(_Own(a, [n for n, _ in lines], cache[text]))
+    seen_in = Counter(h for o in own for h in o.print.hashes)
+    frequent = {h for h, n in seen_in.items() if n > common}
+    rare = [_without(o.print, frequent) for o in own]
+    holders: dict[int, list[int]] = defaultdict(list)
+    for index, fingerprint in enumerate(rare):
+        for h in fingerprint.hashes:
+            holders[h].append(index)
+    candidates = {pair for group in holders.values() for pair in itertools.combinations(group, 2)}
+    pairs = []
+    for i, j in sorted(candidates):
+        if compare_files(rare[i], rare[j])[0] < min_match:
+            continue
+        _, (share_i, share_j), (slices_i, slices_j) = compare_files(own[i].print, own[j].print)
+        similarity = max(share_i, share_j)
+        if similarity < threshold:
+            continue
+        x, y = own[i], own[j]
+        if y.answer.student < x.answer.student:
+            x, y, share_i, share_j, slices_i, slices_j = y, x, share_j, share_i, slices_j, slices_i
+        pairs.append(
+            Pair(
+                assignment=x.answer.assignment,
+                notebook=x.answer.notebook,
+                grade_id=x.answer.grade_id,
+                student_a=x.answer.student,
+                student_b=y.answer.student,
+                similarity=round(float(similarity), 3),
+                share_a=round(float(share_i), 3),
+                share_b=round(float(share_j), 3),
+                source_a=x.answer.source,
+                source_b=y.answer.source,
+                matched_a=x.lines_of(slices_i),
+                matched_b=y.lines_of(slices_j),
+            )
+        )
+    return sorted(pairs, key=lambda p: (-p.similarity, p.student_a, p.student_b))
+
+
+def _answer_cells(nb: dict):
+    """``(grade_id, source)`` of each answer code cell of a notebook's JSON (nbgrader ``solution`` cells)."""
+    for cell in nb.get("cells", []):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.get("cell_type") == "code" and meta.get("solution") and meta.get("grade_id"):
+            source = cell.get("source", "")
+            yield meta["grade_id"], "".join(source) if isinstance(source, list) else source
+
+
+def find(course, results, threshold: float = THRESHOLD, common: int = COMMON) -> list[Pair]:
+    """The similar pairs of every exercise of the graded class ``results`` (of :func:`autograder.grading.grade`) in
+    ``course`` (an :class:`autograder.nbcourse.Course`), by assignment, notebook and exercise.
+
+    The answers are read from the autograded notebooks the grader wrote (the release with the student's answer
+    cells, nothing else of the submission), the code every student was given from the course's release notebook.
+    Missing and invalid notebooks hold no answer of the student's and are left out."""
+    by_notebook: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for r in results:
+        if r.status not in NOT_ANSWERED:
+            by_notebook[r.assignment, r.notebook].append(r.student)
+    pairs: list[Pair] = []
+    for (assignment, notebook), students in sorted(by_notebook.items()):
+        release = course.release(assignment, notebook)
+        given = Given.of(c.source for c in release.cells if c.cell_type == "code")
+        answers: dict[str, list[Answer]] = defaultdict(list)
+        for student in sorted(students):
+            path = course.path("autograded", assignment, notebook, student=student)
+            try:
+                nb = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            for grade_id, source in _answer_cells(nb):
+                answers[grade_id].append(
+                    Answer(student=student, assignment=assignment, notebook=notebook, grade_id=grade_id, source=source)
+                )
+        for grade_id in answers:
+            pairs += compare(answers[grade_id], given, threshold, common)
+    return pairs
+
+
+def write_csv(pairs: list[Pair], path: Path) -> Path:
+    """``similarity.csv``: one row per pair (:data:`FIELDS`), as :func:`find` orders them; a header alone when
+    none is alike."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(FIELDS)
+        for p in pairs:
+            shares = (f"{p.similarity:.3f}", f"{p.share_a:.3f}", f"{p.share_b:.3f}")
+            writer.writerow([p.assignment, p.notebook, p.grade_id, p.student_a, p.student_b, *shares])
+    return path
+
+
+def side_by_side(pair: Pair) -> list[tuple]:
+    """The two answers line by line, for the report: ``(number_a, text_a, matched_a, number_b, text_b,
+    matched_b)`` per row, the shorter answer padded with ``(None, "", False)``."""
+    a, b = pair.source_a.splitlines(), pair.source_b.splitlines()
+    rows = []
+    for n in range(max(len(a), len(b))):
+        left = (n + 1, a[n], n + 1 in pair.matched_a) if n < len(a) else (None, "", False)
+        right = (n + 1, b[n], n + 1 in pair.matched_b) if n < len(b) else (None, "", False)
+        rows.append((*left, *right))
+    return rows
