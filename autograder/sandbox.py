@@ -30,6 +30,18 @@ cell, the same in every rebuilt submission; each child starts from their
 state, as if it had run them itself. See :mod:`autograder.sandboxed` for the
 other side of the protocol.
 
+**Without bubblewrap** (``Sandbox(bubblewrap=False)``, ``make grade … --no-bubblewrap``, the Gradescope
+autograder), for machines where bubblewrap cannot make a sandbox (a container without user namespaces): the same
+zygote, Guard, seccomp filter and limits, in a plain process that this process (root) starts as the unprivileged
+user :func:`sandbox_user` (``nobody``, or ``$QKV_SANDBOX_USER``), in a process group of its own, with a private
+scratch folder (mode 0700, its owner that user) as its only writable place. What the namespaces and read-only
+binds gave is then given by the file permissions and by the child's seccomp filter, which also refuses every
+socket, io_uring, new sessions and process groups, and new namespaces (``sandboxed.seccomp``). It is used only
+when asked for, never as a fallback: :func:`check_available` and :func:`check_hidden` refuse to start unless this
+process is root, the filter can be built, the interpreter is readable by that user, and the course, the
+submissions and the repository's private parts (hidden tests, solutions, ``.git``) are not. README.md, "What
+grading promises against a dishonest student", says what still holds.
+
 What a sandbox cannot do: student code and the tests share one Python process
 (as in a Jupyter kernel under stock nbgrader), so a determined student can
 still forge the outputs of their own notebook; the hidden tests and
@@ -47,8 +59,10 @@ import selectors
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -76,6 +90,8 @@ PRELOAD = (
     "qkv",
 )
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "fonts", "nsswitch.conf", "passwd", "group")
+#: The user that runs student code where no bubblewrap contains the sandbox (root starts it so).
+SANDBOX_USER_ENV, SANDBOX_USER = "QKV_SANDBOX_USER", "nobody"
 INSTALL_HINT = (
     "the grader runs student code only inside a bubblewrap sandbox, and `bwrap` was not found. "
     "Install it (Debian/Ubuntu: sudo apt-get install bubblewrap; or run `bash .ci/system-deps.sh` as root) "
@@ -201,8 +217,22 @@ def visible_paths() -> list[Path]:
     return _minimal(system + etc + python_paths() + data_paths() + trained_paths())
 
 
-def check_hidden(paths: list[Path]) -> None:
-    """Refuse to start if a path that must stay out of sight (course, submissions) would be visible."""
+def check_hidden(paths: list[Path], bubblewrap: bool = True) -> None:
+    """Refuse to start if a path that must stay out of sight (course, submissions) would be visible.
+
+    ``bubblewrap=False``: if the user that runs student code without bubblewrap (:func:`sandbox_user`) could read
+    one of ``paths`` or of the repository's :func:`private_paths`."""
+    if not bubblewrap:
+        name, uid, gid = sandbox_user()
+        groups = _user_groups(name, gid)
+        for path in [*paths, *private_paths()]:
+            if Path(path).exists() and reachable(Path(path), uid, groups):
+                raise SandboxUnavailable(
+                    f"{path} can be read by the user {name!r}, which runs student code without bubblewrap: make it "
+                    f"readable by its owner only (chmod -R go-rwx {path}), or grade with bubblewrap. "
+                    "Nothing was graded."
+                )
+        return
     visible = visible_paths()
     for path in paths:
         path = Path(path).resolve()
@@ -212,6 +242,36 @@ def check_hidden(paths: list[Path]) -> None:
                     f"{path} lies inside {seen}, which the sandbox shows to student code read-only; "
                     "move the course and the submissions out of the interpreter's, the venv's and lib/'s folders"
                 )
+
+
+def sandbox_env(trained: str | None, scratch: str = "/tmp") -> dict[str, str]:
+    """The whole environment of the zygote: ``trained`` is where it sees the trained weights (None: nowhere),
+    ``scratch`` its writable folder (``/tmp`` in bubblewrap's own tmpfs; the scratch folder without it)."""
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": f"{scratch}/home",
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": f"{scratch}/matplotlib",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "QKV_OFFLINE": "1",
+        "NBGRADER_EXECUTION": "autograde",
+    }
+    if scratch != "/tmp":
+        env["TMPDIR"] = f"{scratch}/tmp"  # tempfile's files in the scratch folder, not in the host's /tmp
+    if data_paths():
+        env["QKV_DATA_DIR"] = str(data_paths()[0])
+    if trained:
+        env["QKV_TRAINED_DIR"] = trained
+    if os.environ.get("QKV_TRAIN_SMOKE"):  # the test suite grades against its smoke-trained models (qkv.trained)
+        env["QKV_TRAIN_SMOKE"] = os.environ["QKV_TRAIN_SMOKE"]
+    if qkv_folder() is not None:
+        env["PYTHONPATH"] = str(qkv_folder())
+    return env
 
 
 def bwrap_args(limits: Limits, control_fd: int, preload=PRELOAD) -> list[str]:
@@ -234,33 +294,86 @@ def bwrap_args(limits: Limits, control_fd: int, preload=PRELOAD) -> list[str]:
     args += ["--ro-bind", str(SANDBOXED), SANDBOXED_IN_SANDBOX]
     # Started in the package's parent folder, so that ``-m`` finds it (sys.path[0]); the zygote then moves to /tmp.
     args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", protocol.GRADER_IN_SANDBOX, "--clearenv"]
-    env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": "/tmp/home",
-        "LANG": "C.UTF-8",
-        "PYTHONHASHSEED": "0",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "MPLBACKEND": "Agg",
-        "MPLCONFIGDIR": "/tmp/matplotlib",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-        "QKV_OFFLINE": "1",
-        "NBGRADER_EXECUTION": "autograde",
-    }
-    if data_paths():
-        env["QKV_DATA_DIR"] = str(data_paths()[0])
-    if trained:
-        env["QKV_TRAINED_DIR"] = TRAINED_IN_SANDBOX
-    if os.environ.get("QKV_TRAIN_SMOKE"):  # the test suite grades against its smoke-trained models (qkv.trained)
-        env["QKV_TRAIN_SMOKE"] = os.environ["QKV_TRAIN_SMOKE"]
-    if qkv_folder() is not None:
-        env["PYTHONPATH"] = str(qkv_folder())
+    env = sandbox_env(TRAINED_IN_SANDBOX if trained else None)
     for key, value in env.items():
         args += ["--setenv", key, value]
     args += [sys.executable, "-s", "-B", "-m", protocol.PACKAGE, "--control-fd", str(control_fd)]
     args += ["--preload", ",".join(preload)]
     return args
+
+
+def direct_args(control_fd: int, scratch: str, preload=PRELOAD) -> list[str]:
+    """The command that starts the zygote without bubblewrap (``Sandbox(bubblewrap=False)``): run from the
+    package's parent folder, as the unprivileged user, with :func:`sandbox_env`, writing in ``scratch`` only."""
+    args = [sys.executable, "-s", "-B", "-m", protocol.PACKAGE, "--control-fd", str(control_fd)]
+    return args + ["--preload", ",".join(preload), protocol.SCRATCH_OPTION, scratch]
+
+
+def sandbox_user() -> tuple[str, int, int]:
+    """``(name, uid, gid)`` of the user that runs student code without bubblewrap (:data:`SANDBOX_USER`, or
+    ``$QKV_SANDBOX_USER``); :class:`SandboxUnavailable` unless this process is root, which alone can start
+    another user's process, and the user exists and is not root."""
+    import pwd
+
+    name = os.environ.get(SANDBOX_USER_ENV) or SANDBOX_USER
+    if os.geteuid() != 0:
+        raise SandboxUnavailable(
+            f"without bubblewrap the grader runs student code as the unprivileged user {name!r}, and only root can "
+            "start it so: run as root (Gradescope's run_autograder is), or grade with bubblewrap. Nothing was graded."
+        )
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        raise SandboxUnavailable(
+            f"the user {name!r} that would run student code does not exist (set {SANDBOX_USER_ENV} to an "
+            "unprivileged user). Nothing was graded."
+        ) from None
+    if entry.pw_uid == 0:
+        raise SandboxUnavailable(f"{SANDBOX_USER_ENV}={name!r} is root: student code must run unprivileged")
+    return name, entry.pw_uid, entry.pw_gid
+
+
+def reachable(path: Path, uid: int, gids: set[int]) -> bool:
+    """Whether the user ``uid`` (in the groups ``gids``) may read ``path`` by its mode bits: every folder above it
+    searchable, and it readable (a folder: searchable). ACLs are not read (the course's files carry none)."""
+
+    def allows(st: os.stat_result, bit: int) -> bool:  # bit: 4 read, 1 search; the kernel's class of the user
+        shift = 6 if st.st_uid == uid else 3 if st.st_gid in gids else 0
+        return bool(st.st_mode >> shift & bit)
+
+    path = Path(os.path.abspath(path))
+    try:
+        for folder in reversed(path.parents):
+            if not allows(os.stat(folder), 1):
+                return False
+        st = os.stat(path)
+    except OSError:
+        return False
+    return allows(st, 1 if stat.S_ISDIR(st.st_mode) else 4)
+
+
+def _user_groups(name: str, gid: int) -> set[int]:
+    return set(os.getgrouplist(name, gid))
+
+
+def private_paths() -> list[Path]:
+    """The repository's parts that no student may read (hidden tests, solutions, its history), where they exist:
+    without bubblewrap nothing but their permissions keeps student code from them."""
+    root = SANDBOXED.parent.parent
+    return [p for p in (SANDBOXED.parent / "sections", root / "solutions", root / ".git") if p.exists()]
+
+
+def needed_paths() -> list[Path]:
+    """What the zygote must read without bubblewrap: the interpreter, its standard library and packages, ``qkv``,
+    the sandboxed package, the data and the trained weights."""
+    import sysconfig
+
+    found = [Path(os.path.realpath(sys.executable)), SANDBOXED, Path(sysconfig.get_paths()["stdlib"])]
+    for name in ("torch", "IPython", "pyseccomp"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin:
+            found.append(Path(spec.origin).parent)
+    return found + [p for p in (qkv_folder(),) if p is not None] + data_paths() + trained_paths()
 
 
 class _Tail:
@@ -292,13 +405,18 @@ class _Tail:
 class Sandbox:
     """One bubblewrap sandbox with a zygote in it; :meth:`run` grades one notebook at a time.
 
-    Not thread-safe: give each worker thread its own sandbox.
+    ``bubblewrap=False``: the zygote runs without bubblewrap, as :func:`sandbox_user`, in a scratch folder of its
+    own (this module's docstring). Not thread-safe: give each worker thread its own sandbox.
     """
 
-    def __init__(self, limits: Limits | None = None, preload=PRELOAD, startup_timeout: float = 600.0):
+    def __init__(
+        self, limits: Limits | None = None, preload=PRELOAD, startup_timeout: float = 600.0, bubblewrap: bool = True
+    ):
         self.limits = limits or Limits()
         self.preload = tuple(preload)
         self.startup_timeout = startup_timeout
+        self.bubblewrap = bubblewrap
+        self._scratch: Path | None = None
         self._proc: subprocess.Popen | None = None
         self._control: socket.socket | None = None
         self._tail: _Tail | None = None
@@ -316,15 +434,7 @@ class Sandbox:
         began = time.monotonic()
         ours, theirs = socket.socketpair()
         try:
-            args = bwrap_args(self.limits, theirs.fileno(), self.preload)
-            self._proc = subprocess.Popen(
-                args,
-                pass_fds=[theirs.fileno()],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            self._proc = self._popen(theirs.fileno())
         finally:
             theirs.close()
         self._control, self._buffer = ours, b""
@@ -347,6 +457,31 @@ class Sandbox:
             cells = {int(k): (v[0], v[1]) for k, v in reply["prefix"].items()}
             self._prefix = (json.dumps(prefix), cells)
         return time.monotonic() - began
+
+    def _popen(self, control_fd: int) -> subprocess.Popen:
+        """Start the zygote, in bubblewrap or, without it, as the unprivileged user in a fresh scratch folder."""
+        common = dict(
+            pass_fds=[control_fd],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group (and, without bubblewrap, every process it may have)
+        )
+        if self.bubblewrap:
+            return subprocess.Popen(bwrap_args(self.limits, control_fd, self.preload), **common)
+        name, uid, gid = sandbox_user()
+        self._scratch = Path(tempfile.mkdtemp(prefix="qkv-sandbox-"))  # 0700; the user's own, below
+        os.chown(self._scratch, uid, gid)
+        env = sandbox_env(str(trained_paths()[0]) if trained_paths() else None, str(self._scratch))
+        return subprocess.Popen(
+            direct_args(control_fd, str(self._scratch), self.preload),
+            user=uid,
+            group=gid,
+            extra_groups=[],
+            env=env,
+            cwd=SANDBOXED.parent,  # where ``-m`` finds the package, as bubblewrap's --chdir
+            **common,
+        )
 
     def _ready_for(self, prefix) -> list[tuple[int, str]]:
         """Make sure the zygote holds ``prefix``'s state; returns the prefix cells the child must still run
@@ -371,9 +506,10 @@ class Sandbox:
         return self._proc is not None and self._proc.poll() is None
 
     def close(self) -> None:
-        """Kill the sandbox and everything in it (bwrap's PID namespace dies with its init)."""
+        """Kill the sandbox and everything in it (bwrap's PID namespace dies with its init; without bubblewrap,
+        the zygote's process group, which its children cannot leave, even once the zygote itself is gone)."""
         if self._proc is not None:
-            if self._proc.poll() is None:
+            if self._proc.poll() is None or not self.bubblewrap:
                 try:
                     os.killpg(self._proc.pid, signal.SIGKILL)
                 except ProcessLookupError:
@@ -389,6 +525,9 @@ class Sandbox:
         if self._control is not None:
             self._control.close()
         self._proc = self._control = None
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     def __enter__(self) -> Sandbox:
         if not self.alive:
@@ -566,8 +705,12 @@ class Sandbox:
         return False
 
 
-def check_available() -> None:
-    """Raise :class:`SandboxUnavailable` unless bwrap exists and can make a sandbox here."""
+def check_available(bubblewrap: bool = True) -> None:
+    """Raise :class:`SandboxUnavailable` unless bwrap exists and can make a sandbox here; ``bubblewrap=False``:
+    unless the sandbox can run without it (:func:`check_unwrapped`)."""
+    if not bubblewrap:
+        check_unwrapped()
+        return
     bwrap = bwrap_path()
     probe = [bwrap, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534", "--disable-userns"]
     probe += ["--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
@@ -581,3 +724,26 @@ def check_available() -> None:
             "It needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 on older Debian "
             "kernels) or root. Nothing was graded."
         )
+
+
+def check_unwrapped() -> None:
+    """Raise :class:`SandboxUnavailable` unless the sandbox can run without bubblewrap: this process is root, the
+    user :func:`sandbox_user` exists, the child's seccomp filter (without namespaces) can be built, and that user
+    can read what the zygote needs (:func:`needed_paths`)."""
+    from autograder.sandboxed import seccomp
+
+    name, uid, gid = sandbox_user()
+    if seccomp.no_fork_filter(contained=False) is None:
+        raise SandboxUnavailable(
+            "without bubblewrap the child's seccomp filter is all that keeps student code from the network and "
+            "from leaving its process group, and it cannot be built here: install pyseccomp and libseccomp "
+            "(Debian/Ubuntu: libseccomp2). Nothing was graded."
+        )
+    groups = _user_groups(name, gid)
+    for path in needed_paths():
+        if not reachable(path, uid, groups):
+            raise SandboxUnavailable(
+                f"the user {name!r}, which runs student code without bubblewrap, cannot read {path}: install Python "
+                "and the course's packages where every user can read them (Gradescope's setup.sh does). "
+                "Nothing was graded."
+            )

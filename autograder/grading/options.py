@@ -19,6 +19,9 @@ TAMPER_POLICIES = ("zero", "keep")
 class GradeOptions:
     """The options of one grading run.
 
+    ``bubblewrap``: run the sandboxes in bubblewrap (the default), or, False, without it (``--no-bubblewrap``: the
+    same zygote, Guard, seccomp filter and limits as an unprivileged user, :mod:`autograder.sandbox`), for machines
+    where it cannot run; never chosen unless asked for, and not on a cluster, whose workers always use it.
     ``limits``: what a run may use where its section's ``grading:`` block says nothing; ``fixed``: the fields of
     ``limits`` (``"deadline"``, ``"memory"``) that hold for every section whatever its block says (those given on
     the command line). ``tampered``: what a notebook whose locked cells, grading metadata or the hidden tests'
@@ -31,6 +34,7 @@ class GradeOptions:
     limits: sb.Limits = dataclasses.field(default_factory=sb.Limits)
     fixed: tuple[str, ...] = ()
     tampered: str = "zero"
+    bubblewrap: bool = True
     feedback: bool = True
     progress: bool = True
     jobs: int | None = None
@@ -41,6 +45,10 @@ class GradeOptions:
     def __post_init__(self) -> None:
         if self.tampered not in TAMPER_POLICIES:
             raise GradingError(f"tampered must be one of {', '.join(TAMPER_POLICIES)}, not {self.tampered!r}")
+        if not isinstance(self.bubblewrap, bool):
+            raise GradingError(f"bubblewrap is True or False, not {self.bubblewrap!r}")
+        if not self.bubblewrap and self.cluster is not None:
+            raise GradingError("a cluster's workers grade in bubblewrap: --no-bubblewrap is for this machine only")
         if isinstance(self.fixed, str) or not isinstance(self.fixed, Collection):
             raise GradingError(f"fixed is a collection of limit names ({', '.join(FIXABLE)}), not {self.fixed!r}")
         object.__setattr__(self, "fixed", tuple(self.fixed))

@@ -78,7 +78,7 @@ def grade_all(
                 ).hexdigest()[:24],
             )
         else:
-            grade_here(todo, course, options.workers, per_notebook, record)
+            grade_here(todo, course, options.workers, per_notebook, record, options.bubblewrap)
     finally:
         bar.close()
         journal.close()
@@ -96,8 +96,9 @@ def runnable(subs, course: Course, record):
             yield prep
 
 
-def grade_here(subs, course: Course, jobs: int, per_notebook: dict, record) -> None:
-    """Grade ``subs`` on this machine, ``jobs`` sandboxes at a time; ``record(prep, run)`` each in this thread.
+def grade_here(subs, course: Course, jobs: int, per_notebook: dict, record, bubblewrap: bool = True) -> None:
+    """Grade ``subs`` on this machine, ``jobs`` sandboxes at a time (in bubblewrap, or without it:
+    :class:`sandbox.Sandbox`); ``record(prep, run)`` each in this thread.
 
     ``subs`` come in notebook order (:func:`grade_all` sorts them), so that each sandbox runs a notebook's shared
     prefix once; its limits change only with the notebook, when the sandbox starts again anyway. A submission is
@@ -115,7 +116,7 @@ def grade_here(subs, course: Course, jobs: int, per_notebook: dict, record) -> N
             if box is None or box.limits != wanted:
                 if box is not None:
                     box.close()
-                box = mine.box = sb.Sandbox(wanted)
+                box = mine.box = sb.Sandbox(wanted, bubblewrap=bubblewrap)
                 with made:
                     boxes.append(box)
             return box.run(prep.cells, prefix=prep.prefix)

@@ -70,6 +70,16 @@ The hidden tests
     that rewrites this package's objects) is said in README.md, "What grading
     promises against a dishonest student".
 
+Without bubblewrap
+    (``autograder.sandbox``'s mode for machines where it cannot run, such as
+    Gradescope's containers) the same zygote runs as an unprivileged user in a
+    plain process, with ``--scratch DIR``: that folder is its only writable
+    place, the sweep kills its own process group, it will not serve without a
+    seccomp filter, and each child's filter also refuses sockets, io_uring,
+    new sessions, process groups and namespaces
+    (``seccomp.UNCONTAINED_REFUSED``) and gives the child the first turn of
+    the kernel's out-of-memory killer. See :mod:`.zygote`.
+
 The protocol is newline-delimited JSON. Everything the child sends is
 untrusted: the parent treats it as data and grades it with nbgrader.
 """

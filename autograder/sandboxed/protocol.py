@@ -33,6 +33,9 @@ PACKAGE = "sandboxed"
 
 #: The parent's requests to the zygote (the ``op`` of a message).
 OP_PREFIX, OP_JOB = "prefix", "job"
+#: The zygote's option that names its writable folder when no bubblewrap contains it (``autograder.sandbox``'s
+#: mode without bubblewrap): that folder replaces ``/tmp`` and ``/dev/shm``, and the child's filter refuses more.
+SCRATCH_OPTION = "--scratch"
 
 
 def send(sock: socket.socket, message: dict, dumps=json.dumps) -> None:

@@ -1,5 +1,12 @@
 """The zygote: imports the heavy modules and runs the instructor's prefix once, then forks one fresh child per
-submission and puts the sandbox back as it was after each (see the package's docstring)."""
+submission and puts the sandbox back as it was after each (see the package's docstring).
+
+Started with ``--scratch DIR`` (:data:`~.protocol.SCRATCH_OPTION`), it runs where no bubblewrap contains it (the
+sandbox without bubblewrap, :mod:`autograder.sandbox`): ``DIR`` is then its only writable place instead of ``/tmp``
+and ``/dev/shm``, which are the host's; the sweep kills the processes of its own process group instead of every
+process it can signal; it refuses to serve without a seccomp filter; it takes, with its children, the first turn
+of the kernel's out-of-memory killer (a machine short of memory ends the notebook, never the grader); and each
+child's filter refuses more (:data:`~.seccomp.UNCONTAINED_REFUSED`)."""
 
 from __future__ import annotations
 
@@ -19,7 +26,7 @@ from . import guard, seccomp
 from .protocol import OP_JOB, OP_PREFIX
 from .shell import make_shell
 
-#: Wipe these between children (the sandbox's only writable places).
+#: Wipe these between children (the sandbox's only writable places; with ``--scratch``, that folder instead).
 WRITABLE = ("/tmp", "/dev/shm")
 
 
@@ -51,11 +58,11 @@ def preload(modules: list[str]) -> list[str]:
     return failed
 
 
-def snapshot() -> dict[str, tuple]:
-    """The files of the writable places, as they are now (what the preload or the prefix left there), bounded
+def snapshot(places=WRITABLE) -> dict[str, tuple]:
+    """The files of the writable ``places``, as they are now (what the preload or the prefix left there), bounded
     in size."""
     files, total = {}, 0
-    for top in WRITABLE:
+    for top in places:
         for folder, dirs, names in os.walk(top):
             for name in dirs + names:
                 path = os.path.join(folder, name)
@@ -73,12 +80,32 @@ def snapshot() -> dict[str, tuple]:
     return files
 
 
-def sweep(me: int, keep: dict) -> None:
-    """Kill every process of the sandbox but this one and init, reap, and put the writable places back
-    as ``keep`` (a :func:`snapshot`) says."""
+def _others_in_my_group(me: int) -> list[int]:
+    """The live processes of this process's group but this one (without bubblewrap: what a child may have left)."""
+    group, found = os.getpgid(0), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != me:
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] not in ("Z", "X") and int(fields[2]) == group:
+                found.append(int(entry))
+    return found
+
+
+def sweep(me: int, keep: dict, places=WRITABLE, contained: bool = True) -> None:
+    """Kill every process of the sandbox but this one and init, reap, and put the writable ``places`` back
+    as ``keep`` (a :func:`snapshot`) says. ``contained=False`` (no PID namespace): the processes of this
+    process's group only, whose members the child's filter keeps in it."""
     for _ in range(50):
         try:
-            os.kill(-1, signal.SIGKILL)
+            if contained:
+                os.kill(-1, signal.SIGKILL)
+            else:
+                for pid in _others_in_my_group(me):
+                    os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         while True:
@@ -88,20 +115,11 @@ def sweep(me: int, keep: dict) -> None:
                 break
             if pid == 0:
                 break
-        alive = []
-        for entry in os.listdir("/proc"):
-            if entry.isdigit() and int(entry) not in (1, me):
-                try:
-                    with open(f"/proc/{entry}/stat") as fh:
-                        state = fh.read().rsplit(")", 1)[1].split()[0]
-                except OSError:
-                    continue
-                if state not in ("Z", "X"):
-                    alive.append(entry)
+        alive = _alive(me) if contained else _others_in_my_group(me)
         if not alive:
             break
         time.sleep(0.01)
-    for top in WRITABLE:
+    for top in places:
         if not os.path.isdir(top):
             continue
         for entry in os.listdir(top):
@@ -124,6 +142,21 @@ def sweep(me: int, keep: dict) -> None:
                     fh.write(data)
         except OSError:
             pass
+
+
+def _alive(me: int) -> list[str]:
+    """The live processes of the sandbox's PID namespace but this one and init."""
+    alive = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in (1, me):
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    state = fh.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state not in ("Z", "X"):
+                alive.append(entry)
+    return alive
 
 
 def wait_child(pid: int, deadline: float) -> tuple[str, int]:
@@ -160,17 +193,27 @@ def _messages(control: socket.socket):
         fds = []
 
 
-def zygote(control_fd: int, modules: list[str]) -> None:
+def zygote(control_fd: int, modules: list[str], scratch: str | None = None) -> None:
     """Serve the parent: ``prefix`` (once, first: run the instructor's cells that precede every answer, so
-    that each child starts from their state) and ``job`` (fork a child for one submission)."""
+    that each child starts from their state) and ``job`` (fork a child for one submission). ``scratch``: the
+    writable folder where no bubblewrap contains the sandbox (see this module's docstring)."""
     control = socket.socket(fileno=control_fd)
-    if os.path.isdir("/tmp"):
-        os.chdir("/tmp")  # started where ``-m`` finds this package; the prefix runs in /tmp, as before
+    contained = scratch is None
+    places = WRITABLE if contained else (scratch,)
+    home = places[0]
+    if os.path.isdir(home):
+        os.chdir(home)  # started where ``-m`` finds this package; the prefix runs in /tmp, as before
     started = time.monotonic()
     failed = preload(modules)
-    os.makedirs(os.environ.get("HOME", "/tmp/home"), exist_ok=True)  # IPython keeps its profile there
-    shell, rules = make_shell(), seccomp.no_fork_filter()
+    os.makedirs(os.environ.get("HOME", f"{home}/home"), exist_ok=True)  # IPython keeps its profile there
+    shell, rules = make_shell(), seccomp.no_fork_filter(contained)
+    if rules is None and not contained:  # nothing else would keep the child from the network and the host
+        cells_._send(control, {"ready": False, "error": "no seccomp filter (pyseccomp and libseccomp are needed)"})
+        return
     guard.CURRENT = guard.Guard(shell)  # before any student code: what the hidden tests rely on, as it is now
+    if not contained:  # the kernel's out-of-memory killer takes us and our children first, never the grader
+        with open("/proc/self/oom_score_adj", "w") as fh:  # raising one's own needs no privilege (while dumpable)
+            fh.write("1000")
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: children of the same uid cannot ptrace us
     import random
@@ -182,7 +225,7 @@ def zygote(control_fd: int, modules: list[str]) -> None:
     me = os.getpid()
     count, served = 0, False
     try:
-        keep = snapshot()  # what the preloaded modules and the shell left in /tmp: every child starts from it
+        keep = snapshot(places)  # what the preloaded modules and the shell left in /tmp: every child starts from it
     except (OSError, RuntimeError):
         keep = {}
     cells_._send(control, {"ready": True, "seconds": round(time.monotonic() - started, 3), "preload_failed": failed})
@@ -196,7 +239,7 @@ def zygote(control_fd: int, modules: list[str]) -> None:
                 cells[index] = [count, cells_.run_cell(shell, source, count, limits)]
             threads = len(os.listdir("/proc/self/task"))
             try:
-                keep = snapshot()
+                keep = snapshot(places)
                 problem = None if threads == 1 else f"the prefix left {threads - 1} threads running"
             except (OSError, RuntimeError) as err:
                 problem = str(err)
@@ -214,13 +257,15 @@ def zygote(control_fd: int, modules: list[str]) -> None:
         job_fd = fds[0]
         for fd in fds[1:]:
             os.close(fd)
-        sweep(me, keep)
+        sweep(me, keep, places, contained)
         gc.freeze()  # the child's collections skip what it inherits: faster, and no copy-on-write of every page
         pid = os.fork()
         if pid == 0:
             control.close()
-            cells_.child_main(socket.socket(fileno=job_fd), request.get("limits", {}), shell, count, rules)
+            cells_.child_main(
+                socket.socket(fileno=job_fd), request.get("limits", {}), shell, count, rules, f"{home}/work", contained
+            )
         os.close(job_fd)
         how, code = wait_child(pid, float(request["deadline"]))
-        sweep(me, keep)
+        sweep(me, keep, places, contained)
         cells_._send(control, {"how": how, "code": code})
