@@ -1,5 +1,6 @@
-# Shared by the hidden tests of 11.5 (multi-head attention); the assembler puts it in front of each of them
-# (autograder/assemble.py: hidden_tests), so every hidden block stays self-contained in its notebook cell.
+# Shared by the hidden tests of 11.5 (multi-head attention); the assembler inlines it where a hidden test imports it
+# (from _common import ...; autograder/assemble.py: hidden_tests), so every hidden block stays self-contained in its
+# notebook cell.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
 import math as _math
 

@@ -29,6 +29,16 @@
 #   train-eval -> dropout on the weights in training mode only (dropout_on_output, functional_dropout)
 #   efficiency -> the number of matrix products independent of H (loop_over_heads)
 import torch as _torch
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _attend_ref,
+    _CountProducts,
+    _f64,
+    _HostProbe,
+    _lens_per_query,
+    _math,
+    _qm,
+)
 
 _NAMES = ("W_q", "W_k", "W_v", "W_o")
 _hint = "see Hint 1: fold with ref.transpose_qkv, repeat_interleave the lengths, scale by sqrt(h), unfold, W_o"

@@ -27,6 +27,16 @@
 #   train-eval -> n/a: no dropout, no mode
 #   efficiency -> the number of matrix products independent of H and G (loop_over_heads)
 import torch.nn.functional as _F
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _attend_ref,
+    _CountProducts,
+    _f64,
+    _HostProbe,
+    _lens_per_query,
+    _math,
+    _qm,
+)
 
 
 def _gqa_ref(q, k, v, lens):

@@ -19,6 +19,13 @@
 #   symmetry -> sizes all different, so that rows b * H + i and i * B + b differ (heads_major)
 #   train-eval -> n/a: no dropout, no mode
 #   efficiency -> n/a: the contract promises no cost (a view and a copy are both right)
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _error_of,
+    _f64,
+    _qm,
+)
+
 _hint = (
     "reshape (B * H, T, h) to (B, H, T, h), swap the head and position axes, then reshape to (B, T, H * h): "
     "rows b * H .. b * H + H - 1 are the heads of example b"

@@ -1,8 +1,8 @@
-# Shared by the hidden tests of 11.7; the assembler puts it in front of each of them (autograder/assemble.py:
-# hidden_tests), so every hidden block stays self-contained in its notebook cell. The references are PyTorch's own
-# layers (nn.TransformerEncoderLayer / nn.TransformerDecoderLayer, post-norm, ReLU, dropout 0, batch_first) and
-# closed forms, with weights drawn here and copied into both the answer and the reference: no student object is
-# read back to build a reference.
+# Shared by the hidden tests of 11.7; the assembler inlines it where a hidden test imports it (from _common import
+# ...; autograder/assemble.py: hidden_tests), so every hidden block stays self-contained in its notebook cell. The
+# references are PyTorch's own layers (nn.TransformerEncoderLayer / nn.TransformerDecoderLayer, post-norm, ReLU,
+# dropout 0, batch_first) and closed forms, with weights drawn here and copied into both the answer and the
+# reference: no student object is read back to build a reference.
 
 import math as _math  # noqa: F401 (the hidden tests that follow use it)
 

@@ -22,6 +22,16 @@
 #   symmetry -> (3, 4, 6) inputs: the features are not the positions (norm_over_positions)
 #   train-eval -> dropout on Y only, in training mode only (dropout_on_sum, functional_dropout)
 #   efficiency -> n/a: the contract promises no cost
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _draw,
+    _f64,
+    _load,
+    _norm_weights,
+    _qt,
+    _tnn,
+)
+
 _g = _T.Generator().manual_seed(1172)
 
 

@@ -19,6 +19,14 @@
 #   symmetry -> n/a: d = 6, F = 7 and N = 3 differ, so no mix-up of the two layers keeps the shapes
 #   train-eval -> n/a: no dropout, no mode
 #   efficiency -> n/a: the contract promises no cost
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _draw,
+    _f64,
+    _load,
+    _qt,
+)
+
 _g = _T.Generator().manual_seed(1171)
 with checks.forbid_reference(PositionWiseFFN, (_qt, "PositionWiseFFN")):
     _ffn = PositionWiseFFN(7, 3).double()

@@ -29,6 +29,19 @@
 #   symmetry -> B = 3, T = 6, T_src = 5 all different, so a wrong axis shows (cache_wrong_axis)
 #   train-eval -> causal in eval mode; dropout in every part in training (causal_only_in_training, addnorms_undropped)
 #   efficiency -> n/a: D2L's state recomputes the keys of the cached inputs by design; no cost is promised
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _causal_mask,
+    _draw,
+    _ffn_weights,
+    _load,
+    _mha_weights,
+    _norm_weights,
+    _padding_mask,
+    _qt,
+    _torch_decoder_layer,
+)
+
 _g = _T.Generator().manual_seed(1176)
 _N, _H, _F, _Tt, _Ts = 16, 4, 24, 6, 5
 _X = _draw(_g, 3, _Tt, _N, scale=1.0)  # (B, T, N)

@@ -23,6 +23,18 @@
 #   symmetry -> n/a: one order of sublayers, checked against PyTorch's; the lengths [7, 2, 5] differ per example
 #   train-eval -> the reference block's dropout masks in training mode (addnorm_arguments_swapped)
 #   efficiency -> n/a: the contract promises no cost
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _draw,
+    _ffn_weights,
+    _load,
+    _mha_weights,
+    _norm_weights,
+    _padding_mask,
+    _qt,
+    _torch_encoder_layer,
+)
+
 _g = _T.Generator().manual_seed(1174)
 _N, _H, _F = 16, 4, 24
 _X = _draw(_g, 3, 7, _N, scale=1.0)  # (B, T, N)

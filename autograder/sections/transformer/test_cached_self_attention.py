@@ -22,6 +22,16 @@
 #   symmetry -> B * H = 12, T = 7 and h = 4 differ, so a wrong axis of the cache shows (cache_wrong_axis)
 #   train-eval -> n/a: mha.attention applies its own dropout in its own mode; the answer adds none
 #   efficiency -> n/a: the answer has only X to project (the cache holds projected keys and values)
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _causal_mask,
+    _draw,
+    _f64,
+    _math,
+    _mha_weights,
+    _qt,
+)
+
 _g = _T.Generator().manual_seed(1177)
 _N, _H, _B, _Tt = 16, 4, 3, 7
 _h = _N // _H

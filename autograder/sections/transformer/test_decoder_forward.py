@@ -22,6 +22,18 @@
 #   symmetry -> B * H = 8 differs from every T_past, so a count read from the wrong axis shows (past_from_wrong_axis)
 #   train-eval -> in training mode the encoding's dropout, as the decoder's own forward draws it (undropped_positions)
 #   efficiency -> n/a: the contract promises no cost beyond the cache, which the blocks keep
+from _common import (  # the section's shared helpers (the assembler inlines _common.py)
+    _T,
+    _causal_mask,
+    _draw,
+    _f64,
+    _math,
+    _padding_mask,
+    _qt,
+    _torch,
+    _torch_decoder_layer,
+)
+
 _g = _T.Generator().manual_seed(1178)
 _V, _N, _F, _H, _Tt, _Ts = 13, 16, 24, 4, 7, 5
 _T.manual_seed(1179)
