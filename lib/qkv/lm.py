@@ -26,6 +26,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from qkv._validate import positive_int
 from qkv.data.timemachine import load_corpus
 from qkv.pretraining import DecoderOnlyLM, GPTConfig
 from qkv.training import evaluating
@@ -62,9 +63,8 @@ class CharLMData:
     """
 
     def __init__(self, num_steps=64, batch_size=32, stride=16, val_fraction=0.1, data_dir=None):
-        for name, value in (("num_steps", num_steps), ("batch_size", batch_size), ("stride", stride)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        num_steps, batch_size = positive_int(num_steps, "num_steps"), positive_int(batch_size, "batch_size")
+        stride = positive_int(stride, "stride")
         if not 0.0 < val_fraction < 1.0:
             raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction!r}")
         self.num_steps, self.batch_size, self.stride, self.val_fraction = num_steps, batch_size, stride, val_fraction

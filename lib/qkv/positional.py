@@ -22,6 +22,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from qkv._validate import int_in, positive_int
+
 __all__ = [
     "sinusoidal_table",
     "PositionalEncoding",
@@ -30,15 +32,6 @@ __all__ = [
     "apply_rotary",
     "RotaryPositionalEmbedding",
 ]
-
-
-def _check_size(name: str, value, minimum: int = 1) -> int:
-    """Return ``value`` if it is an int >= ``minimum``, else raise a clear error."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return value
 
 
 def _check_input(X: torch.Tensor, num_hiddens: int, max_len: int, offset: int = 0) -> int:
@@ -74,8 +67,8 @@ def sinusoidal_table(max_len: int, num_hiddens: int) -> torch.Tensor:
     ``d = num_hiddens``. For an odd ``d`` the last column is the sine of a
     pair whose cosine would be column ``d``, which does not exist.
     """
-    _check_size("max_len", max_len)
-    _check_size("num_hiddens", num_hiddens)
+    positive_int(max_len, "max_len")
+    positive_int(num_hiddens, "num_hiddens")
     positions = torch.arange(max_len, dtype=torch.float64)  # (T,)
     freqs = 10000.0 ** (-torch.arange(0, num_hiddens, 2, dtype=torch.float64) / num_hiddens)  # (ceil(d/2),)
     angles = positions[:, None] * freqs[None, :]  # (T, 1) * (1, ceil(d/2)) -> (T, ceil(d/2))
@@ -102,8 +95,8 @@ class PositionalEncoding(nn.Module):
 
     def __init__(self, num_hiddens: int, dropout: float = 0.0, max_len: int = 1000):
         super().__init__()
-        self.num_hiddens = _check_size("num_hiddens", num_hiddens)
-        self.max_len = _check_size("max_len", max_len)
+        self.num_hiddens = positive_int(num_hiddens, "num_hiddens")
+        self.max_len = positive_int(max_len, "max_len")
         self.dropout = nn.Dropout(dropout)
         P = sinusoidal_table(max_len, num_hiddens).to(torch.get_default_dtype())
         self.register_buffer("P", P.unsqueeze(0), persistent=False)  # (T, N) -> (1, T, N)
@@ -139,8 +132,8 @@ class LearnedPositionalEncoding(nn.Module):
 
     def __init__(self, num_hiddens: int, dropout: float = 0.0, max_len: int = 1000, init_std: float = 0.02):
         super().__init__()
-        self.num_hiddens = _check_size("num_hiddens", num_hiddens)
-        self.max_len = _check_size("max_len", max_len)
+        self.num_hiddens = positive_int(num_hiddens, "num_hiddens")
+        self.max_len = positive_int(max_len, "max_len")
         if not init_std >= 0:
             raise ValueError(f"init_std must be a non-negative number, got {init_std}")
         self.dropout = nn.Dropout(dropout)
@@ -162,8 +155,8 @@ def rotary_angles(max_len: int, head_dim: int, base: float = 10000.0) -> torch.T
     ``theta_j = base^(-2j / head_dim)`` for ``j = 0 .. head_dim/2 - 1``: the
     frequencies of D2L's sinusoidal table, with ``base`` in place of 10000.
     """
-    _check_size("max_len", max_len)
-    _check_size("head_dim", head_dim, minimum=2)
+    positive_int(max_len, "max_len")
+    int_in(head_dim, "head_dim", 2)
     if head_dim % 2:
         raise ValueError(f"rotary embeddings rotate pairs of features, so head_dim must be even; got {head_dim}")
     if not base > 1:

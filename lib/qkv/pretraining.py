@@ -32,6 +32,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from qkv._validate import positive_int
 from qkv.multihead import MultiHeadAttention
 from qkv.training import evaluating
 
@@ -184,9 +185,7 @@ class GPTConfig:
 
     def __post_init__(self):
         for name in ("vocab_size", "num_hiddens", "num_heads", "num_blks", "ffn_num_hiddens", "max_len"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"GPTConfig.{name} must be a positive int, got {value!r}")
+            setattr(self, name, positive_int(getattr(self, name), f"GPTConfig.{name}"))
         if self.num_hiddens % self.num_heads:
             raise ValueError(f"num_hiddens = {self.num_hiddens} must be divisible by num_heads = {self.num_heads}")
         if not 0.0 <= self.dropout < 1.0:

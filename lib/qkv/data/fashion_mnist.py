@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from qkv._validate import positive_int
 from qkv.data._fetch import DataFile, find, read_verified
 
 __all__ = ["FashionMNIST", "ImageSet", "FASHION_MNIST_FILES", "LABELS", "read_idx", "parse_idx"]
@@ -191,8 +192,7 @@ class FashionMNIST:
         num_val: int | None = None,
         data_dir=None,
     ):
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        batch_size = positive_int(batch_size, "batch_size")
         for name, value in (("num_train", num_train), ("num_val", num_val)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 raise ValueError(f"{name} must be None (all) or a non-negative int, got {value!r}")

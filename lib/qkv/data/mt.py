@@ -26,6 +26,7 @@ import re
 
 import torch
 
+from qkv._validate import int_in, positive_int
 from qkv.data._fetch import DataFile, locate
 from qkv.data.vocab import Vocab
 
@@ -78,14 +79,6 @@ def _pad_or_trim(tokens: list[str], num_steps: int) -> list[str]:
     return tokens[:num_steps] + ["<pad>"] * (num_steps - len(tokens))
 
 
-def _check_count(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be at least {minimum}, got {value}")
-    return value
-
-
 class MTFraEng:
     """English-to-French translation pairs, as tensors and data loaders (D2L 10.5).
 
@@ -103,10 +96,10 @@ class MTFraEng:
     """
 
     def __init__(self, batch_size: int, num_steps: int = 9, num_train: int = 512, num_val: int = 128, data_dir=None):
-        self.batch_size = _check_count("batch_size", batch_size, 1)
-        self.num_steps = _check_count("num_steps", num_steps, 1)
-        self.num_train = _check_count("num_train", num_train, 1)
-        self.num_val = _check_count("num_val", num_val, 0)
+        self.batch_size = positive_int(batch_size, "batch_size")
+        self.num_steps = positive_int(num_steps, "num_steps")
+        self.num_train = positive_int(num_train, "num_train")
+        self.num_val = int_in(num_val, "num_val", 0)
         path = locate(FRA_ENG, data_dir)
         with open(path, encoding="utf-8") as f:
             raw_text = "".join(itertools.islice(f, num_train + num_val + 1))

@@ -15,6 +15,7 @@ import re
 
 import torch
 
+from qkv._validate import int_in
 from qkv.data._fetch import DataFile, locate
 from qkv.data.vocab import Vocab
 
@@ -97,10 +98,7 @@ class TimeMachine:
             ("num_train", num_train, 1),
             ("num_val", num_val, 0),
         ):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {value!r}")
-            if value < minimum:
-                raise ValueError(f"{name} must be at least {minimum}, got {value}")
+            int_in(value, name, minimum)
         self.batch_size, self.num_steps = batch_size, num_steps
         self.num_train, self.num_val, self.token = num_train, num_val, token
         self.corpus, self.vocab = load_corpus(token, data_dir)

@@ -25,12 +25,11 @@ re-exports no section's explorers, so it does not grow with the sections.
 
 from __future__ import annotations
 
-import operator
 import os
 
 import matplotlib.pyplot as plt
 
-__all__ = ["BOOK_BUILD_ENV", "NO_WIDGETS_NOTE", "static_mode", "ipywidgets_or_none", "static_figure", "positive_int"]
+__all__ = ["BOOK_BUILD_ENV", "NO_WIDGETS_NOTE", "static_mode", "ipywidgets_or_none", "static_figure"]
 
 #: The environment variable that asks the explorers for static figures (set by ``publish/build_book.py``).
 BOOK_BUILD_ENV = "QKV_BOOK_BUILD"
@@ -62,16 +61,3 @@ def static_figure(fig):
     """Return ``fig`` detached from pyplot: Jupyter then shows it once, as the cell's value."""
     plt.close(fig)
     return fig
-
-
-def positive_int(value, name: str) -> int:
-    """``value`` as an int >= 1: ints and integer-like objects (NumPy integers) pass; bools and floats do not."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got a bool")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-    return value

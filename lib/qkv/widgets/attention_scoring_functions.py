@@ -19,8 +19,9 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import torch
 
+from qkv._validate import positive_int
 from qkv.plotting import use_svg_display
-from qkv.widgets import ipywidgets_or_none, positive_int, static_figure
+from qkv.widgets import ipywidgets_or_none, static_figure
 
 __all__ = [
     "CURVE_TRIALS",

@@ -10,9 +10,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import torch
 
+from qkv._validate import positive_int
 from qkv.lm import next_token_distribution
 from qkv.training import evaluating
-from qkv.widgets import ipywidgets_or_none, positive_int, static_figure
+from qkv.widgets import ipywidgets_or_none, static_figure
 
 __all__ = ["next_char_logits", "sampling_explorer", "sampling_grid"]
 

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 
+from qkv._validate import positive_int
 from qkv.multihead import attention_costs
 from qkv.plotting import use_svg_display
-from qkv.widgets import ipywidgets_or_none, positive_int, static_figure
+from qkv.widgets import ipywidgets_or_none, static_figure
 
 __all__ = ["LLAMA2_70B", "CONTEXTS", "cache_curve", "kv_cache_grid", "kv_cache_explorer"]
 

@@ -12,30 +12,17 @@ position grows, with sliders for the position and the pair.
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import torch
 
+from qkv._validate import int_in
 from qkv.plotting import use_svg_display
 from qkv.positional import sinusoidal_table
 from qkv.widgets import ipywidgets_or_none, static_figure
 
 __all__ = ["pair_trajectory", "encoding_grid", "encoding_explorer"]
-
-
-def _int_in(value, name: str, low: int, high: int) -> int:
-    """``value`` as an int with ``low <= value <= high``; bools and floats are refused with a clear message."""
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got a bool")
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {value}")
-    return value
 
 
 def pair_trajectory(position: int, pair: int, num_hiddens: int = 32) -> torch.Tensor:
@@ -45,11 +32,11 @@ def pair_trajectory(position: int, pair: int, num_hiddens: int = 32) -> torch.Te
     They lie on the unit circle; from one position to the next the point turns counter-clockwise by
     ``w_j = 1 / 10000^(2j / num_hiddens)`` radians.
     """
-    num_hiddens = _int_in(num_hiddens, "num_hiddens", 2, 4096)
+    num_hiddens = int_in(num_hiddens, "num_hiddens", 2, 4096)
     if num_hiddens % 2:
         raise ValueError(f"num_hiddens must be even (pairs of columns), got {num_hiddens}")
-    position = _int_in(position, "position", 0, 100_000)
-    pair = _int_in(pair, "pair", 0, num_hiddens // 2 - 1)
+    position = int_in(position, "position", 0, 100_000)
+    pair = int_in(pair, "pair", 0, num_hiddens // 2 - 1)
     P = sinusoidal_table(position + 1, num_hiddens)  # (T, d)
     return torch.stack((P[:, 2 * pair + 1], P[:, 2 * pair]), dim=1)  # (T, 2): (cos, sin) of t * w_j
 
@@ -109,8 +96,8 @@ def encoding_explorer(num_hiddens: int = 32, max_position: int = 60):
         In Jupyter, an ``ipywidgets.interactive`` panel. During the book build (:func:`qkv.widgets.static_mode`),
         or without ipywidgets, the static :func:`encoding_grid` figure instead.
     """
-    num_hiddens = _int_in(num_hiddens, "num_hiddens", 2, 4096)
-    max_position = _int_in(max_position, "max_position", 1, 100_000)
+    num_hiddens = int_in(num_hiddens, "num_hiddens", 2, 4096)
+    max_position = int_in(max_position, "max_position", 1, 100_000)
     widgets = ipywidgets_or_none()
     if widgets is None:
         return static_figure(encoding_grid(num_hiddens=num_hiddens, max_position=max_position))

@@ -14,8 +14,9 @@ import matplotlib.pyplot as plt
 import torch
 from torch.nn import functional as F
 
+from qkv._validate import positive_int
 from qkv.plotting import use_svg_display
-from qkv.widgets import ipywidgets_or_none, positive_int, static_figure
+from qkv.widgets import ipywidgets_or_none, static_figure
 
 __all__ = ["IMAGE_SIZES", "patch_costs", "patch_grid", "patch_explorer"]
 
