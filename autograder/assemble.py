@@ -250,8 +250,6 @@ def hidden_tests(which: Section | str, grade: str) -> str | None:
     text = path.read_text(encoding="utf-8").strip("\n")
     found = [n for n in ast.parse(text).body if isinstance(n, ast.ImportFrom) and n.module == COMMON]
     if not found:
-        if sec.hidden_common.exists() and not _imports_common(sec):  # TRANSITIONAL: a section not converted yet
-            return sec.hidden_common.read_text(encoding="utf-8").strip("\n") + "\n\n" + text
         return text
     if len(found) > 1 or not sec.hidden_common.exists():
         where = f"{path.relative_to(ROOT)}, line {found[-1].lineno}"
@@ -263,10 +261,6 @@ def hidden_tests(which: Section | str, grade: str) -> str | None:
     common = sec.hidden_common.read_text(encoding="utf-8").strip("\n").splitlines()
     lines[found[0].lineno - 1 : found[0].end_lineno] = common
     return "\n".join(lines)
-
-
-def _imports_common(sec: Section) -> bool:
-    return any(f"from {COMMON} import" in p.read_text(encoding="utf-8") for p in sec.grading_dir.glob("test_*.py"))
 
 
 def solved(

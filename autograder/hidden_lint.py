@@ -34,18 +34,28 @@ RULES = "F821,F822,F823"
 def notebook_names(section: Section, grade: str | None = None) -> set[str]:
     """The names the section's solved notebook binds at top level before test cell ``grade``'s hidden part runs
     (with ``grade`` None: before the first test cell's)."""
+    steps = _names_by_test(section)
+    if grade is None:
+        grade = next(iter(steps), None)
+    if grade not in steps:
+        raise KeyError(f"{section.slug} has no test cell {grade!r}; its test cells are: {', '.join(steps)}")
+    return set(steps[grade])
+
+
+def _names_by_test(section: Section) -> dict[str, set[str]]:
+    """For each test cell of the section, in order, the names bound up to and including its visible part."""
     names: set[str] = set()
+    steps: dict[str, set[str]] = {}
     for cell in assemble.solved(section.read(), section).cells:
         if cell.cell_type != "code":
             continue
         try:
-            tree = ast.parse(_without_magics(cell.source))
+            names |= _top_level_names(ast.parse(_without_magics(cell.source)))
         except SyntaxError:
-            continue
-        names |= _top_level_names(tree)
-        if nbs.role(cell) == "test" and (grade is None or nbs.grade_id(cell) == grade):
-            break
-    return names
+            pass
+        if nbs.role(cell) == "test":
+            steps[nbs.grade_id(cell)] = set(names)
+    return steps
 
 
 def _without_magics(source: str) -> str:
@@ -79,15 +89,13 @@ def lint_file(path: Path, names: set[str]) -> list[str]:
 
 def lint_section(section: Section) -> list[str]:
     """Every undefined name in the section's hidden tests and ``_common.py``."""
+    steps = _names_by_test(section)
+    first = next(iter(steps.values()), set())
     found: list[str] = []
-    common = set()
     if section.hidden_common.exists():
-        found += lint_file(section.hidden_common, notebook_names(section))
-        if not assemble._imports_common(section):  # TRANSITIONAL, as in assemble.hidden_tests
-            common = _top_level_names(ast.parse(section.hidden_common.read_text(encoding="utf-8")))
+        found += lint_file(section.hidden_common, first)
     for path in sorted(section.grading_dir.glob("test_*.py")):
-        grade = path.stem.removeprefix("test_")
-        found += lint_file(path, notebook_names(section, f"test_{grade}") | common)
+        found += lint_file(path, steps.get(path.stem, first))
     return found
 
 

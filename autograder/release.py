@@ -104,7 +104,7 @@ def main(argv=None):
             parser.error(f"unknown section(s) {', '.join(unknown)}; the book has {', '.join(known)}")
         chosen = [known[slug] for slug in args.only]
     for path in release(args.course, chosen):
-        print(f"[release] {path.relative_to(ROOT)}")
+        print(f"[release] {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     if not args.no_warm:
         warm_trained()
 
