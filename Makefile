@@ -10,7 +10,7 @@ export QKV_DATA_DIR ?= $(abspath ../shared/data)
 EDITION ?= student
 JOBS ?= 2
 
-.PHONY: book test test-fast test-notebooks test-grading test-book lint format release notebooks grade bench clean constraints help public lab
+.PHONY: book test test-fast test-notebooks test-grading test-book lint format release notebooks grade gradescope bench clean constraints help public lab
 
 help:
 	@echo "make book [EDITION=student|solutions]   build the book under _build/<edition>/html"
@@ -21,6 +21,7 @@ help:
 	@echo "make notebooks                          the sections as .ipynb for Colab (_build/notebooks)"
 	@echo "make lab                                JupyterLab as students get it (student/jupyter: no instructor tools)"
 	@echo "make grade SUBMISSIONS=DIR|ZIP          autograde a class (GRADE_ARGS='--cluster tcp://HOST:8786 --db postgresql://...')"
+	@echo "make gradescope [SECTION=slug]          a Gradescope autograder zip per section (_build/gradescope/<slug>.zip)"
 	@echo "make bench                              run the benchmarks in benchmarks/"
 	@echo "make public                             the public repository, without answers or hidden tests (_build/public)"
 
@@ -93,3 +94,7 @@ public: $(STAMP)
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR|ZIP [GRADE_ARGS='--jobs 4 --deadline 300']  (nbgrader layout STUDENT/ASSIGNMENT/NOTEBOOK.ipynb)" >&2; exit 2; }
 	$(BIN)/python -m autograder.grade "$(SUBMISSIONS)" $(GRADE_ARGS)
+
+# One Gradescope autograder per section (autograder/gradescope): GRADESCOPE_ARGS='--output visible --bubblewrap ...'.
+gradescope: $(STAMP)
+	$(BIN)/python -m autograder.gradescope.build $(if $(SECTION),--section $(SECTION)) $(GRADESCOPE_ARGS)
