@@ -1,6 +1,6 @@
 """ViT benchmark: our CPU recipe for D2L 11.8's Vision Transformer on Fashion-MNIST, several seeds, beside a small CNN.
 
-Trains :data:`qkv.vit.CPU_RECIPE` (and, unless ``--models vit``, the CNN baseline :data:`qkv.vit.CNN_RECIPE`) on all
+Trains :data:`qkv.recipes.vit.CPU_RECIPE` (and, unless ``--models vit``, the CNN baseline ``CNN_RECIPE``) on all
 60,000 training images for each seed, measures the accuracy on the full test set (10,000 images) after every epoch,
 and prints a table with the wall seconds of training, the process's CPU seconds, the ratio to the 120 s budget and
 the accuracy beside D2L's (0.86 validation accuracy after 10 epochs, 124 s on a GPU, with 96-pixel images, 16-pixel
@@ -14,7 +14,8 @@ Targets: mean ViT test accuracy over the seeds at least 0.89, each ViT training 
 epochs only: the per-epoch evaluation on the test set, about 0.7 s an epoch, is reported beside it). The exit status
 is 1 when a target is missed. ``--image-sizes`` adds D2L's first exercise: the recipe with 7 x 7 patches at
 each image size, one seed, a table of seconds and accuracy (not part of the targets). The weights are not cached:
-every run trains (``qkv.vit.train_fashion_mnist`` is the cached path the book uses).
+every run trains (``qkv.recipes.vit.train_fashion_mnist`` is the cached path the book uses). ``--set`` takes the
+fields of :class:`~qkv.recipes.vit.ViTRecipe` and of its model, :class:`~qkv.vit.ViTConfig` (``patch_size=4``).
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ if not {"-h", "--help"} & set(sys.argv[1:]):
 import torch  # noqa: E402
 
 from qkv.data import FashionMNIST  # noqa: E402
-from qkv.vit import CNN_RECIPE, CPU_RECIPE, RecipeTrainer, ViTRecipe  # noqa: E402
+from qkv.recipes.vit import CNN_RECIPE, CPU_RECIPE, RecipeTrainer, ViTRecipe  # noqa: E402
+from qkv.vit import ViTConfig  # noqa: E402
 
 BUDGET_S = 120.0
 TARGET_ACC = 0.89
@@ -48,12 +50,13 @@ TUNING = "## Tuning runs"  # the heading of the hand-kept record in OUT, which a
 
 
 def describe(r: ViTRecipe) -> str:
-    if r.model == "cnn":
+    if r.cnn:
         model = "CNN 16-32-64 (SmallCNN)"
     else:
-        model = f"{r.img_size} px, patch {r.patch_size}, N {r.num_hiddens}, MLP {r.mlp_num_hiddens}, "
-        model += f"{r.num_blks} blocks, {r.num_heads} heads, positions start {r.pos_init}"
-        model += ", attention biases" if r.use_bias else ""
+        m = r.model
+        model = f"{m.img_size} px, patch {m.patch_size}, N {m.num_hiddens}, MLP {m.mlp_num_hiddens}, "
+        model += f"{m.num_blks} blocks, {m.num_heads} heads, positions start {r.pos_init}"
+        model += ", attention biases" if m.use_bias else ""
     return (
         f"{model}; AdamW {r.lr:g}, wd {r.weight_decay:g}, warm-up {r.warmup:g}, cosine; "
         f"smoothing {r.label_smoothing:g}; shift {r.shift}, flip {r.flip:g}; batch {r.batch_size}, {r.epochs} ep"
@@ -61,7 +64,7 @@ def describe(r: ViTRecipe) -> str:
 
 
 def run(recipe: ViTRecipe, seed: int) -> dict:
-    data = FashionMNIST(recipe.batch_size, resize=recipe.img_size)
+    data = FashionMNIST(recipe.batch_size, resize=recipe.model.img_size)
     torch.manual_seed(seed)
     model = recipe.build()
     trainer = RecipeTrainer(recipe, seed=seed, device="cpu")
@@ -83,7 +86,7 @@ def warm_up() -> None:
         def val_dataloader(self):
             return self.train_dataloader()
 
-    tiny = ViTRecipe(img_size=8, patch_size=4, num_hiddens=8, mlp_num_hiddens=8, num_heads=2, num_blks=1, epochs=1)
+    tiny = ViTRecipe(ViTConfig(img_size=8, patch_size=4, num_hiddens=8, mlp_num_hiddens=8, num_heads=2), epochs=1)
     RecipeTrainer(tiny, seed=0).fit(tiny.build(), _One())
 
 
@@ -94,17 +97,20 @@ def _boolean(value: str) -> bool:
     return words[value.lower()]
 
 
-def overrides(items) -> dict:
-    """``["lr=0.003", "patch_size=4"]`` -> typed values for the :class:`ViTRecipe` fields they name."""
-    fields = {f.name: f.type for f in dataclasses.fields(ViTRecipe)}
-    out = {}
+def overrides(items) -> tuple[dict, dict]:
+    """``["lr=0.003", "patch_size=4"]`` -> typed values for the :class:`ViTRecipe` fields and for its model's
+    (:class:`ViTConfig`) fields they name, as two dicts."""
+    recipe = {f.name: f.type for f in dataclasses.fields(ViTRecipe) if f.name != "model"}
+    model = {f.name: f.type for f in dataclasses.fields(ViTConfig)}
+    out: tuple[dict, dict] = ({}, {})
     for item in items:
         name, sep, value = item.partition("=")
+        fields = recipe if name in recipe else model
         if not sep or name not in fields:
-            raise SystemExit(f"--set {item!r}: use FIELD=VALUE with FIELD one of {', '.join(fields)}")
-        kind = {"int": int, "float": float, "bool": _boolean}.get(str(fields[name]), str)
+            raise SystemExit(f"--set {item!r}: use FIELD=VALUE with FIELD one of {', '.join([*recipe, *model])}")
+        kind = {"int": int, "float": float, "bool": _boolean}.get(str(fields[name]).split(" |")[0], str)  # an int side
         try:
-            out[name] = kind(value)
+            out[fields is model][name] = kind(value)
         except ValueError as err:
             raise SystemExit(f"--set {item!r}: {err}") from None
     return out
@@ -127,7 +133,8 @@ def main(argv=None) -> int:
     if args.epochs:
         recipes = {k: dataclasses.replace(r, epochs=args.epochs) for k, r in recipes.items()}
     if args.set:
-        recipes = {k: dataclasses.replace(r, **overrides(args.set)) for k, r in recipes.items()}
+        training, model = overrides(args.set)
+        recipes = {k: dataclasses.replace(r, **training).with_model(**model) for k, r in recipes.items()}
     load0 = os.getloadavg()[0]
     lines = [
         "# ViT benchmark (D2L 11.8): Fashion-MNIST on the CPU",
@@ -192,7 +199,7 @@ def main(argv=None) -> int:
             "|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for size in args.image_sizes:
-            r = dataclasses.replace(CPU_RECIPE, img_size=size, patch_size=7, shift=2 * size // 28)
+            r = dataclasses.replace(CPU_RECIPE, shift=2 * size // 28).with_model(img_size=size, patch_size=7)
             if args.epochs:
                 r = dataclasses.replace(r, epochs=args.epochs)
             res = run(r, 0)

@@ -40,7 +40,7 @@ JOBS_ENV = "QKV_BOOK_JOBS"
 #: torch thread each (:func:`pretrain`); the pages then load them from the weight cache, whose lock makes a page that
 #: needs a model still training wait for it instead of training it twice.
 PRETRAIN = {
-    "book/vision-transformer": ("qkv.vit:train_fashion_mnist", "qkv.vit:train_cnn"),
+    "book/vision-transformer": ("qkv.recipes.vit:train_fashion_mnist", "qkv.recipes.vit:train_cnn"),
     "book/large-pretraining-transformers": ("qkv.lm:warm",),
     "book/transformer": ("qkv.transformer:train_d2l",),
     "book/bahdanau-attention": ("qkv.bahdanau:train_d2l",),
@@ -141,7 +141,7 @@ def prefill(src: Path, cache_dir: Path, pages: list[str], env: dict, jobs: int) 
 def recipes_for(pages: list[str]) -> list[str]:
     """The recipes of :data:`PRETRAIN` that ``pages`` train, longest first (the ViT's and the 11.9 models' first)."""
     order = [recipe for page in PRETRAIN for recipe in PRETRAIN[page] if page in pages]
-    first = [r for r in ("qkv.vit:train_fashion_mnist", "qkv.lm:warm", "qkv.vit:train_cnn") if r in order]
+    first = [r for r in ("qkv.recipes.vit:train_fashion_mnist", "qkv.lm:warm", "qkv.recipes.vit:train_cnn") if r in order]
     return first + [r for r in order if r not in first]
 
 

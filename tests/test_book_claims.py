@@ -780,9 +780,9 @@ def test_vit_summary_and_comparison_with_the_cnn_follow_the_three_seed_run():
     assert f"({cnn_mean:.4f} against {vit_mean:.4f} in `benchmarks/results/vit_cpu.md`)" in text
     d2l = number_after(text, r"training plot ends at about ([\d.]+)", "D2L's accuracy")
     assert min(r["acc"] for r in vit + cnn) > d2l, "a measured seed does not beat D2L's accuracy"
-    from qkv import vit as ref
+    from qkv.recipes import vit as recipes
 
-    assert f"`ref.CNN_RECIPE`, whose {ref.CNN_RECIPE.epochs} epochs take about the ViT's time" in text
+    assert f"`recipes.CNN_RECIPE`, whose {recipes.CNN_RECIPE.epochs} epochs take about the ViT's time" in text
     code = " ".join(c.source for c in nbs.read(section(VIT).path).cells if c.cell_type == "code")
     assert f"d2l_acc = {d2l}  # read off D2L's training plot" in code, "the table and figure use another number"
     vit_time, cnn_time = (sum(r["seconds"] for r in runs) / 3 for runs in (vit, cnn))
@@ -791,18 +791,20 @@ def test_vit_summary_and_comparison_with_the_cnn_follow_the_three_seed_run():
 
 def test_vit_model_sizes_and_arithmetic_are_as_the_page_says():
     """'almost 12 times as many pixels' (96 against 28), the CNN 'with about a third of the ViT's parameters', and
-    'less than a hundredth of the arithmetic of D2L's run' (ref.training_flops, the page's own count)."""
+    'less than a hundredth of the arithmetic of D2L's run' (recipes.training_flops, the page's own count)."""
     from qkv import vit as ref
+    from qkv.recipes import vit as recipes
 
     text = prose(VIT)
-    pixels = (ref.ViTConfig().img_size / ref.CPU_RECIPE.img_size) ** 2
+    ours_recipe = recipes.CPU_RECIPE
+    pixels = (ref.ViTConfig().img_size / ours_recipe.model.img_size) ** 2
     assert "each image has almost 12 times as many pixels" in text and 11.5 < pixels < 12, pixels
     torch.manual_seed(0)
-    vit_params = sum(p.numel() for p in ref.CPU_RECIPE.build().parameters())
-    cnn_params = sum(p.numel() for p in ref.CNN_RECIPE.build().parameters())
+    vit_params = sum(p.numel() for p in ours_recipe.build().parameters())
+    cnn_params = sum(p.numel() for p in recipes.CNN_RECIPE.build().parameters())
     assert "with about a third of the ViT's parameters" in text and abs(cnn_params / vit_params - 1 / 3) < 0.02
-    d2l = ref.training_flops(ref.ViT.from_config(ref.ViTConfig()), 96) * 10
-    ours = ref.training_flops(ref.CPU_RECIPE.build(), 28, forward=ref.RecipeTrainer.logits) * ref.CPU_RECIPE.epochs
+    d2l = recipes.training_flops(ref.ViT.from_config(ref.ViTConfig()), 96) * 10
+    ours = recipes.training_flops(ours_recipe.build(), 28, forward=recipes.RecipeTrainer.logits) * ours_recipe.epochs
     assert "with less than a hundredth of the arithmetic of D2L's run" in text and d2l > 100 * ours, d2l / ours
 
 

@@ -30,6 +30,7 @@ from qkv.data import FashionMNIST, MTFraEng
 from qkv.figures import multihead_attention as mh
 from qkv.figures import transformer as fig_transformer
 from qkv.pretraining import DecoderOnlyLM, GPTConfig
+from qkv.recipes import vit as vit_recipe
 from qkv.trained import Fitted
 from qkv.training import Trainer, evaluating
 from qkv.widgets import bahdanau_attention as w_bahdanau
@@ -168,11 +169,9 @@ def _trainer() -> Trainer:
     return Trainer(1, device="cpu", seed=0, optimizer="sgd", lr=0.1, progress=False)
 
 
-def _recipe(**kw) -> vit.ViTRecipe:
-    return vit.ViTRecipe(
-        **{"img_size": 8, "patch_size": 4, "num_hiddens": 16, "mlp_num_hiddens": 16, "num_heads": 2, "num_blks": 1,
-           "epochs": 1, **kw}
-    )  # fmt: skip
+def _recipe(**model) -> vit_recipe.ViTRecipe:
+    sizes = {"img_size": 8, "patch_size": 4, "num_hiddens": 16, "mlp_num_hiddens": 16, "num_heads": 2, "num_blks": 1}
+    return vit_recipe.ViTRecipe(vit.ViTConfig(**{**sizes, **model}), epochs=1)
 
 
 def _small_vit() -> vit.ViT:
@@ -185,12 +184,8 @@ def _images():
 
 
 def _recipe_evaluate(model):
-    trainer = vit.RecipeTrainer(_recipe(), seed=0)
+    trainer = vit_recipe.RecipeTrainer(_recipe(), seed=0)
     return trainer.evaluate(model, _images()), trainer.history["val_acc"]
-
-
-def _recipe_fit(model):
-    return vit.RecipeTrainer(_recipe(), seed=0).fit(model, _Loaders(_images()))
 
 
 def _generate(model):
@@ -269,10 +264,8 @@ REGISTRY = {
     "qkv.training:Trainer.evaluate": Evaluates(_classifier, lambda m: _trainer().evaluate(m, _classes())),
     "qkv.training:Trainer.fit": Trains(_classifier, lambda m: _trainer().fit(m, _Loaders(_classes()))),
     "qkv.training:Trainer.fit_epoch": Trains(_classifier, lambda m: _trainer().fit(m, _Loaders(_classes()))),
-    "qkv.vit:RecipeTrainer.evaluate": Evaluates(_small_vit, _recipe_evaluate),
-    "qkv.vit:RecipeTrainer.fit": Trains(_small_vit, _recipe_fit),
-    "qkv.vit:RecipeTrainer.fit_epoch": Trains(_small_vit, _recipe_fit),
-    "qkv.vit:ViTRecipe.build": Builds(lambda: [_recipe().build(), vit.CNN_RECIPE.build()], "train"),
+    "qkv.recipes.vit:RecipeTrainer.evaluate": Evaluates(_small_vit, _recipe_evaluate),
+    "qkv.recipes.vit:ViTRecipe.build": Builds(lambda: [_recipe().build(), vit_recipe.CNN_RECIPE.build()], "train"),
     # generating, decoding, evaluating
     "qkv.pretraining:DecoderOnlyLM.generate": Evaluates(_gpt, _generate),
     "qkv.seq2seq:EncoderDecoder.predict_step": Evaluates(_translator, _predict_step),
@@ -319,10 +312,10 @@ REGISTRY = {
     "qkv.lm:_gpt": Delegates(("fit_or_load",)),
     "qkv.lm:scaling_study": Delegates(("_gpt", "perplexity")),
     "qkv.lm:warm": Delegates(("train_gpt", "train_gru", "scaling_study")),
-    "qkv.vit:train_fashion_mnist": Loads(
-        lambda: vit.train_fashion_mnist(_recipe(img_size=28, patch_size=7), data=_fashion(), log=_quiet)[0]
+    "qkv.recipes.vit:train_fashion_mnist": Loads(
+        lambda: vit_recipe.train_fashion_mnist(_recipe(img_size=28, patch_size=7), data=_fashion(), log=_quiet)[0]
     ),
-    "qkv.vit:train_cnn": Loads(lambda: vit.train_cnn(data=_fashion(), log=_quiet)[0]),
+    "qkv.recipes.vit:train_cnn": Loads(lambda: vit_recipe.train_cnn(data=_fashion(), log=_quiet)[0]),
     "qkv.figures.multihead_attention:fit_offset_reader": Loads(lambda: mh.fit_offset_reader(_offset_task())),
     "qkv.figures.multihead_attention:trained_offset_reader": Loads(lambda: mh.trained_offset_reader(_offset_task())),
     "qkv.figures.chapter.panel04_bahdanau:attention_map": Delegates(("train_d2l", "translate")),

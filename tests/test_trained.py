@@ -155,6 +155,20 @@ def test_key_lists_the_models_qkv_modules():
     model = make_bahdanau(5, 6, 4, 4, 1, 0.0, tgt_pad=0)
     key = trained.make_key("m", {"a": 1}, Trainer(1, seed=0, device="cpu"), _Data(), model)
     assert {"qkv.bahdanau", "qkv.seq2seq", "qkv.attention", "qkv.training"} <= set(key["modules"])
+    assert key["trainer"]["scheduler"] is None
+
+
+def test_key_counts_the_trainers_own_module_and_scheduler():
+    """The ViT's class lives in qkv.vit, but the recipe that trains it (RecipeTrainer, its schedule) in
+    qkv.recipes.vit: editing the recipe must retrain, and the scheduler is named in the key, not by address."""
+    from qkv.recipes.vit import RecipeTrainer, ViTRecipe
+    from qkv.vit import ViTConfig
+
+    recipe = ViTRecipe(model=ViTConfig(img_size=8, patch_size=4, num_hiddens=8, mlp_num_hiddens=8, num_heads=2))
+    key = trained.make_key("v", recipe, RecipeTrainer(recipe, seed=0), _Data(), recipe.build())
+    assert {"qkv.vit", "qkv.recipes.vit", "qkv.training"} <= set(key["modules"])
+    assert key["trainer"]["scheduler"] == "qkv.recipes.vit.ViTRecipe.schedule"
+    assert key["config"]["model"]["num_hiddens"] == 8  # the model's config, nested in the recipe's
 
 
 @pytest.mark.parametrize("damage", ["truncate", "garbage", "flip_weight", "other_key"])

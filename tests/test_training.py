@@ -302,6 +302,33 @@ def test_a_callable_optimizer_and_configure_optimizers_taking_precedence():
     assert trainer.optim.param_groups[0]["lr"] == 1e-3
 
 
+def test_a_scheduler_is_built_with_the_total_steps_and_stepped_after_every_batch():
+    """``scheduler(optimizer, total_steps)`` is called once, when the optimiser exists, with max_epochs x batches;
+    each batch's SGD step then uses the schedule's learning rate for that step (here 0.1 / (1 + k))."""
+    X, Y = _regression_data(n=12)
+    built, used = [], []
+
+    def scheduler(optim, total_steps):
+        built.append(total_steps)
+        return torch.optim.lr_scheduler.LambdaLR(optim, lambda k: 1 / (1 + k))
+
+    class Recording(LinearRegression):
+        def loss(self, Y_hat, Y):
+            used.append(trainer.optim.param_groups[0]["lr"])  # the rate the step after this loss will take
+            return super().loss(Y_hat, Y)
+
+    trainer = Trainer(2, optimizer="sgd", lr=0.1, progress=False, scheduler=scheduler)
+    history = trainer.fit(Recording(), Data(X, Y, batch_size=4, shuffle=False))
+    assert built == [2 * 3]
+    assert used == pytest.approx([0.1 / (1 + k) for k in range(6)])
+    assert trainer.optim.param_groups[0]["lr"] == pytest.approx(0.1 / 7)
+    assert len(history["train_seconds"]) == len(history["cpu_seconds"]) == 2
+    assert 0 < history["train_seconds"][0] <= history["train_seconds"][1] <= history["seconds"][1]
+    with pytest.raises(TypeError, match="scheduler must be None or a function"):
+        Trainer(1, lr=0.1, scheduler="cosine")
+    assert Trainer(1, lr=0.1).lr_scheduler is None
+
+
 def test_progress_bar_shows_losses_and_plot_draws_both_curves(capsys):
     X, Y = _regression_data(n=16)
     trainer = Trainer(max_epochs=3, lr=0.01, progress=True)

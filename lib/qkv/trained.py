@@ -7,12 +7,12 @@ grader. Training each time would cost minutes; :func:`fit_or_load` trains once a
 The weights are stored under a **key** that holds everything that determines them:
 
 - the model's name and configuration (a dataclass or a dict), and the seed it is built and trained with;
-- the trainer's settings: epochs, gradient clipping, optimiser, learning rate, device type;
+- the trainer's settings: epochs, gradient clipping, optimiser, learning rate, scheduler, device type;
 - a fingerprint of the data (:func:`fingerprint`: every tensor, array, vocabulary and setting of the data module;
   an attribute of a type it cannot hash is an error, never left out);
 - the torch version;
-- a hash of the source of every ``qkv`` module that defines the model, its training and its data
-  (:func:`source_hash`), so that editing the model's code retrains it.
+- a hash of the source of every ``qkv`` module that defines the model, its trainer and its data
+  (:func:`source_hash`), so that editing the model's code or its recipe retrains it.
 
 The file is ``trained_dir() / "<name>-<first 16 hex digits of the key's SHA-256>.pt"``; ``trained_dir()`` is
 ``$QKV_TRAINED_DIR`` or ``qkv.data.cache_dir() / "trained"``. It holds the key itself, the state dict, a SHA-256 of
@@ -76,8 +76,8 @@ WARM = (
     "qkv.figures.multihead_attention:trained_offset_reader",
     "qkv.transformer:train_d2l",
     "qkv.lm:warm",
-    "qkv.vit:train_fashion_mnist",
-    "qkv.vit:train_cnn",
+    "qkv.recipes.vit:train_fashion_mnist",
+    "qkv.recipes.vit:train_cnn",
 )
 
 
@@ -305,27 +305,29 @@ def _config_dict(config) -> dict:
     raise TypeError(f"config must be a dataclass instance or a dict, got {type(config).__name__}")
 
 
+def _function_name(function) -> str | None:
+    """A function's ``module.qualname`` (a name, not an address, so that the key repeats); None stays None."""
+    if function is None or isinstance(function, str):
+        return function
+    return f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', repr(function))}"
+
+
 def _trainer_dict(trainer) -> dict:
-    optimizer = trainer.optimizer
-    if not isinstance(optimizer, str):
-        optimizer = f"{getattr(optimizer, '__module__', '?')}.{getattr(optimizer, '__qualname__', repr(optimizer))}"
     return {
         "max_epochs": trainer.max_epochs,
         "gradient_clip_val": trainer.gradient_clip_val,
         "seed": trainer.seed,
-        "optimizer": optimizer,
+        "optimizer": _function_name(trainer.optimizer),
         "lr": trainer.lr,
+        "scheduler": _function_name(getattr(trainer, "scheduler", None)),
         "device": trainer.device.type,
     }
 
 
-def _qkv_modules(model: nn.Module, data) -> set[str]:
+def _qkv_modules(model: nn.Module, data, trainer=None) -> set[str]:
     names = set(BASE_MODULES)
-    for m in model.modules():
-        for klass in type(m).__mro__:
-            if klass.__module__.startswith("qkv."):
-                names.add(klass.__module__)
-    for klass in type(data).__mro__:
+    classes = [type(m) for m in model.modules()] + [type(data), type(trainer)]
+    for klass in {k for c in classes for k in c.__mro__}:  # a Trainer subclass trains its own way: its module counts
         if klass.__module__.startswith("qkv."):
             names.add(klass.__module__)
     if any(n.startswith("qkv.data") for n in names):
@@ -335,7 +337,7 @@ def _qkv_modules(model: nn.Module, data) -> set[str]:
 
 def make_key(name: str, config, trainer, data, model: nn.Module, modules=()) -> dict:
     """The key of a trained model: everything that determines its weights (see the module's docstring)."""
-    mods = _qkv_modules(model, data) | set(modules)
+    mods = _qkv_modules(model, data, trainer) | set(modules)
     return {
         "format": FORMAT,
         "name": name,

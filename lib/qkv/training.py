@@ -3,9 +3,10 @@
 ``Trainer(max_epochs, ...).fit(model, data)`` runs the usual loop: for each
 batch ``(*inputs, Y)`` from ``data.train_dataloader()`` it computes
 ``Y_hat = model(*inputs)`` and ``loss = model.loss(Y_hat, Y)``, back-propagates,
-optionally clips the gradient's global norm (D2L 9.5.3) and steps the
-optimiser; after each epoch it measures the loss on ``data.val_dataloader()``
-without gradients, in evaluation mode. The per-epoch losses are kept in
+optionally clips the gradient's global norm (D2L 9.5.3), steps the
+optimiser and, if it has one, the learning-rate scheduler; after each epoch
+it measures the loss on ``data.val_dataloader()`` without gradients, in
+evaluation mode. The per-epoch losses are kept in
 ``trainer.history`` and drawn by ``trainer.plot()``. :func:`evaluating` is that
 evaluation mode as a ``with`` block, for every ``qkv`` function that evaluates,
 generates or decodes: it gives the model back the mode it had.
@@ -32,6 +33,8 @@ from tqdm.auto import tqdm
 __all__ = ["resolve_device", "clip_gradients", "evaluating", "Trainer"]
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}
+#: The lists of ``Trainer.history``, one entry per epoch each.
+HISTORY = ("epoch", "train_loss", "val_loss", "seconds", "train_seconds", "cpu_seconds")
 
 
 def resolve_device(device=None) -> torch.device:
@@ -104,12 +107,20 @@ class Trainer:
             used with ``lr`` when the model has no ``configure_optimizers()``.
         lr: learning rate for that optimiser.
         progress: show a tqdm progress bar over epochs with the latest losses.
+        scheduler: None, or a function ``(optimizer, total_steps) -> LRScheduler``
+            (``torch.optim.lr_scheduler``): :meth:`fit` calls it once the optimiser
+            exists, with ``total_steps = max_epochs * len(train_dataloader())``, and
+            steps the scheduler after every optimiser step: a schedule per batch,
+            such as a warm-up followed by a cosine decay.
 
     ``fit`` returns, and keeps in ``self.history``, a dict of equal-length
     lists: ``epoch`` (1, 2, ...), ``train_loss`` and ``val_loss`` (means over
     the epoch's examples, each batch weighted by its size; ``val_loss`` is NaN
-    without validation data) and ``seconds`` (wall time since ``fit`` began,
-    at the end of each epoch, so the last entry is the whole run's time).
+    without validation data), ``seconds`` (wall time since ``fit`` began,
+    at the end of each epoch, so the last entry is the whole run's time), and
+    ``train_seconds`` and ``cpu_seconds`` (the wall time and the process's CPU
+    time, all threads together, spent in the training epochs so far: the
+    evaluations are not counted).
     """
 
     def __init__(
@@ -121,6 +132,7 @@ class Trainer:
         optimizer="adam",
         lr: float | None = None,
         progress: bool = True,
+        scheduler=None,
     ):
         if not isinstance(max_epochs, int) or max_epochs < 1:
             raise ValueError(f"max_epochs must be a positive integer, got {max_epochs!r}")
@@ -134,6 +146,10 @@ class Trainer:
             optimizer = optimizer.lower()
         elif not callable(optimizer):
             raise TypeError(f"optimizer must be a name or a function (params, lr=...) -> Optimizer, got {optimizer!r}")
+        if scheduler is not None and not callable(scheduler):
+            raise TypeError(
+                f"scheduler must be None or a function (optimizer, total_steps) -> LRScheduler, got {scheduler!r}"
+            )
         self.max_epochs = max_epochs
         self.gradient_clip_val = float(gradient_clip_val)
         self.device = resolve_device(device)
@@ -141,8 +157,10 @@ class Trainer:
         self.optimizer = optimizer
         self.lr = lr
         self.progress = progress
+        self.scheduler = scheduler
         self.optim: torch.optim.Optimizer | None = None
-        self.history: dict[str, list] = {"epoch": [], "train_loss": [], "val_loss": [], "seconds": []}
+        self.lr_scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
+        self.history: dict[str, list] = {name: [] for name in HISTORY}
 
     def prepare_batch(self, batch):
         """Check a batch is ``(*inputs, Y)`` and move its tensors to the device (D2L 6.7.3)."""
@@ -204,6 +222,8 @@ class Trainer:
             if self.gradient_clip_val > 0:
                 self.clip_gradients(self.gradient_clip_val, model)
             self.optim.step()
+            if self.lr_scheduler is not None:
+                self.lr_scheduler.step()  # the learning rate of the next batch
             n = _batch_size(batch[-1])
             total += loss.detach() * n
             count += n
@@ -244,15 +264,22 @@ class Trainer:
             with torch.no_grad():
                 model(*self.prepare_batch(first)[:-1])
         self.optim = self.configure_optimizer(model)
-        self.history = history = {"epoch": [], "train_loss": [], "val_loss": [], "seconds": []}
+        if self.scheduler is not None:
+            self.lr_scheduler = self.scheduler(self.optim, self.max_epochs * len(train_loader))
+        self.history = history = {name: [] for name in HISTORY}
+        wall = cpu = 0.0
         bar = tqdm(range(1, self.max_epochs + 1), desc="training", unit="epoch", disable=not self.progress)
         for epoch in bar:
+            wall0, cpu0 = time.perf_counter(), time.process_time()
             train_loss = self.fit_epoch(model, train_loader)
+            wall, cpu = wall + time.perf_counter() - wall0, cpu + time.process_time() - cpu0
             val_loss = self.evaluate(model, val_loader)
             history["epoch"].append(epoch)
             history["train_loss"].append(train_loss)
             history["val_loss"].append(val_loss)
             history["seconds"].append(time.perf_counter() - start)
+            history["train_seconds"].append(wall)
+            history["cpu_seconds"].append(cpu)
             bar.set_postfix(train_loss=f"{train_loss:.4g}", val_loss=f"{val_loss:.4g}")
         bar.close()
         return history

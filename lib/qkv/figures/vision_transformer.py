@@ -99,8 +99,8 @@ def accuracy_against_time(runs: dict, d2l: float | tuple[float, float] | None = 
 
     ``runs`` maps a label to a history with ``val_acc`` and, per epoch, ``train_seconds`` (wall seconds of training,
     evaluation excluded; ``clock="wall"``) or ``cpu_seconds`` (the process's CPU seconds; ``clock="cpu"``), as
-    :func:`qkv.vit.train_fashion_mnist` records them; ``d2l``, an accuracy or an (accuracy, seconds) pair, adds
-    D2L's result as a horizontal line. Returns the axes.
+    :func:`qkv.recipes.vit.train_fashion_mnist` records them; ``d2l``, an accuracy or an (accuracy, seconds) pair,
+    adds D2L's result as a horizontal line. Returns the axes.
     """
     keys = {"wall": "train_seconds", "cpu": "cpu_seconds"}
     if clock not in keys:
