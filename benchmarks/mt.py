@@ -37,7 +37,7 @@ from qkv.bahdanau import BahdanauConfig  # noqa: E402
 from qkv.data import MTFraEng  # noqa: E402
 from qkv.training import Trainer  # noqa: E402
 from qkv.transformer import TransformerConfig  # noqa: E402
-from qkv.translate import evaluate_bleu  # noqa: E402
+from qkv.translate import D2L_BATCH_SIZE, D2L_CLIP, D2L_EPOCHS, evaluate_bleu  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "_build" / "benchmarks" / "mt.md"
@@ -54,7 +54,6 @@ D2L_BLEU = {"bahdanau": [1.000, 1.000, 0.000, 1.000], "transformer": [1.000, 0.6
 D2L_SECONDS = 28.5  # D2L's measured 27-30 s per run on a 2-core machine
 TOTAL_BUDGET = 300.0  # all runs together, seconds
 
-BATCH_SIZE, GRADIENT_CLIP = 128, 1.0
 CONFIGS = {"bahdanau": BahdanauConfig(), "transformer": TransformerConfig()}  # D2L's hyper-parameters
 
 
@@ -75,7 +74,7 @@ def train_one(name: str, seed: int, data: MTFraEng, epochs: int) -> Run:
     """Build (seeded), train and evaluate one model; the time covers ``Trainer.fit`` only."""
     torch.manual_seed(seed)
     model = CONFIGS[name].build(len(data.src_vocab), len(data.tgt_vocab), tgt_pad=data.tgt_vocab["<pad>"])
-    trainer = Trainer(epochs, gradient_clip_val=GRADIENT_CLIP, device="cpu", seed=seed, progress=False)
+    trainer = Trainer(epochs, gradient_clip_val=D2L_CLIP, device="cpu", seed=seed, progress=False)
     cpu0, t0 = time.process_time(), time.perf_counter()
     trainer.fit(model, data)
     seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - cpu0
@@ -94,7 +93,7 @@ def report(runs: list[Run], args, total_seconds: float, load_before, load_after)
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
         f"{args.threads} thread(s), OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'default (spin)')}; "
-        f"{args.epochs} epochs, batch {BATCH_SIZE}, clip {GRADIENT_CLIP:g}. "
+        f"{args.epochs} epochs, batch {D2L_BATCH_SIZE}, clip {D2L_CLIP:g}. "
         f"Load average before / after: {load_before:.2f} / {load_after:.2f}.",
         "",
         "BLEU with k = 2; each cell is the translation and its BLEU. Time: `Trainer.fit` wall seconds (CPU seconds).",
@@ -150,7 +149,7 @@ def main(argv=None) -> int:
     parser.add_argument("--models", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     parser.add_argument("--data-dir", type=Path, default=default_data_dir(), help="folder holding fra-eng/fra.txt")
     parser.add_argument("--threads", type=int, default=2, help="torch intra-op threads (default 2, D2L's 2 cores)")
-    parser.add_argument("--epochs", type=int, default=30, help="D2L trains 30 epochs")
+    parser.add_argument("--epochs", type=int, default=D2L_EPOCHS, help="D2L trains 30 epochs")
     parser.add_argument("--out", type=Path, default=OUT, help="where to write the Markdown table")
     args = parser.parse_args(argv)
     if args.threads < 1:
@@ -158,7 +157,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     load_before = os.getloadavg()[0]
     start = time.perf_counter()
-    data = MTFraEng(BATCH_SIZE, data_dir=args.data_dir)
+    data = MTFraEng(D2L_BATCH_SIZE, data_dir=args.data_dir)
     runs = []
     for name in args.models:
         for seed in args.seeds:

@@ -42,8 +42,8 @@ JOBS_ENV = "QKV_BOOK_JOBS"
 PRETRAIN = {
     "book/vision-transformer": ("qkv.recipes.vit:train_fashion_mnist", "qkv.recipes.vit:train_cnn"),
     "book/large-pretraining-transformers": ("qkv.lm:warm",),
-    "book/transformer": ("qkv.transformer:train_d2l",),
-    "book/bahdanau-attention": ("qkv.bahdanau:train_d2l",),
+    "book/transformer": ("qkv.translate:train_transformer",),
+    "book/bahdanau-attention": ("qkv.translate:train_bahdanau",),
     "book/multihead-attention": ("qkv.figures.multihead_attention:trained_offset_reader",),
 }
 #: Set to 0 to leave the training to the pages themselves, one after another.

@@ -893,7 +893,7 @@ def test_what_one_word_costs_in_bleu_is_what_both_pages_say():
 
 def test_d2l_settings_in_the_prose_are_those_qkv_trains():
     """11.4 and 11.7 list D2L's hyperparameters; ``train_d2l`` must train exactly those (its config and constants)."""
-    from qkv import bahdanau, transformer
+    from qkv import bahdanau, transformer, translate
 
     c = bahdanau.BahdanauConfig()
     said = re.search(
@@ -905,8 +905,8 @@ def test_d2l_settings_in_the_prose_are_those_qkv_trains():
     size, layers, dropout, lr, epochs, clip = said.groups()
     assert int(size) == c.embed_size == c.num_hiddens and {"two": 2}[layers] == c.num_layers
     assert (float(dropout), float(lr)) == (c.dropout, c.lr)
-    assert (int(epochs), float(clip)) == (bahdanau.D2L_EPOCHS, bahdanau.D2L_CLIP)
-    assert "batches of 128" in prose(BAHDANAU) and bahdanau.D2L_BATCH_SIZE == 128
+    assert (int(epochs), float(clip)) == (translate.D2L_EPOCHS, translate.D2L_CLIP)
+    assert "batches of 128" in prose(BAHDANAU) and translate.D2L_BATCH_SIZE == 128
 
     t = transformer.TransformerConfig()
     said = re.search(
@@ -924,7 +924,7 @@ def test_d2l_settings_in_the_prose_are_those_qkv_trains():
         t.ffn_num_hiddens,
     )
     assert (float(dropout), float(lr)) == (t.dropout, t.lr)
-    assert (int(epochs), float(clip)) == (transformer.D2L_EPOCHS, transformer.D2L_CLIP)
+    assert (int(epochs), float(clip)) == (translate.D2L_EPOCHS, translate.D2L_CLIP)
     blocks = number_after(
         prose(TRANSFORMER), r"the translator below has (\d+) encoder blocks", "the translator's depth"
     )

@@ -106,7 +106,7 @@ def test_the_pretrained_recipes_are_the_models_the_sections_show_longest_first()
     everything = execute.recipes_for(list(execute.PRETRAIN))
     assert sorted(everything) == sorted(trained.WARM) and len(set(everything)) == len(everything)
     assert everything[:3] == ["qkv.recipes.vit:train_fashion_mnist", "qkv.lm:warm", "qkv.recipes.vit:train_cnn"]
-    assert execute.recipes_for(["book/transformer", "book/queries-keys-values"]) == ["qkv.transformer:train_d2l"]
+    assert execute.recipes_for(["book/transformer", "book/queries-keys-values"]) == ["qkv.translate:train_transformer"]
     assert execute.recipes_for([]) == []
     for page in execute.PRETRAIN:
         assert (nbs.ROOT / f"{page}.md").exists(), f"{page} is not a page of the book"

@@ -241,6 +241,11 @@ def _quiet(*args):
     pass
 
 
+def _train_d2l_one_epoch():
+    """The Bahdanau translator through qkv.translate.train_d2l, one epoch."""
+    return translate.train_d2l("bahdanau", bahdanau.BahdanauConfig(), _mt(), epochs=1, progress=False, log=_quiet)[0]
+
+
 def _fit_or_load_mixed():
     """fit_or_load on a build whose model comes with one part in eval mode, the rest training."""
 
@@ -305,8 +310,9 @@ REGISTRY = {
     "qkv.figures.multihead_attention:plot_head_weights": Delegates(("head_weights",)),
     # loading from the weight cache
     "qkv.trained:fit_or_load": Loads(_fit_or_load_mixed),
-    "qkv.bahdanau:train_d2l": Loads(lambda: bahdanau.train_d2l(_mt(), epochs=1, progress=False, log=_quiet)[0]),
-    "qkv.transformer:train_d2l": Loads(lambda: transformer.train_d2l(_mt(), epochs=1, progress=False, log=_quiet)[0]),
+    "qkv.translate:train_d2l": Loads(_train_d2l_one_epoch),
+    "qkv.translate:train_bahdanau": Delegates(("train_d2l",)),
+    "qkv.translate:train_transformer": Delegates(("train_d2l",)),
     "qkv.lm:train_gpt": Loads(lambda: lm.train_gpt(_chars(), log=_quiet)[0]),
     "qkv.lm:train_gru": Loads(lambda: lm.train_gru(_chars(), log=_quiet)[0]),
     "qkv.lm:_gpt": Delegates(("fit_or_load",)),
@@ -318,7 +324,7 @@ REGISTRY = {
     "qkv.recipes.vit:train_cnn": Loads(lambda: vit_recipe.train_cnn(data=_fashion(), log=_quiet)[0]),
     "qkv.figures.multihead_attention:fit_offset_reader": Loads(lambda: mh.fit_offset_reader(_offset_task())),
     "qkv.figures.multihead_attention:trained_offset_reader": Loads(lambda: mh.trained_offset_reader(_offset_task())),
-    "qkv.figures.chapter.panel04_bahdanau:attention_map": Delegates(("train_d2l", "translate")),
+    "qkv.figures.chapter.panel04_bahdanau:attention_map": Delegates(("train_bahdanau", "translate")),
     "qkv.figures.chapter.panel05_multihead:heads": Delegates(("trained_offset_reader", "head_weights", "head_offsets")),
     # the attention-cost lab builds and times its own modules
     "qkv.costlab.contenders:contenders": Builds(_contender_modules, "eval"),

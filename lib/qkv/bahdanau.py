@@ -23,8 +23,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from qkv._validate import positive_int
 from qkv.attention import AdditiveAttention, masked_softmax
-from qkv.seq2seq import Decoder, Encoder, Seq2Seq, init_seq2seq
+from qkv.seq2seq import Decoder, Encoder, Seq2Seq, check_vocab, init_seq2seq
 
 __all__ = [
     "Seq2SeqEncoder",
@@ -32,7 +33,6 @@ __all__ = [
     "Seq2SeqAttentionDecoder",
     "BahdanauConfig",
     "make_bahdanau",
-    "train_d2l",
 ]
 
 
@@ -174,7 +174,11 @@ class Seq2SeqAttentionDecoder(AttentionDecoder):
 
 @dataclass
 class BahdanauConfig:
-    """Hyper-parameters of the Bahdanau translator; the defaults are D2L's (D2L 11.4.3)."""
+    """Hyper-parameters of the Bahdanau translator; the defaults are D2L's (D2L 11.4.3).
+
+    ``BahdanauConfig(...).build(src_vocab_size, tgt_vocab_size, tgt_pad)`` builds the model;
+    :func:`qkv.translate.train_d2l` trains it in D2L's setting.
+    """
 
     embed_size: int = 256
     num_hiddens: int = 256
@@ -184,26 +188,22 @@ class BahdanauConfig:
 
     def __post_init__(self):
         for name in ("embed_size", "num_hiddens", "num_layers"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            setattr(self, name, positive_int(getattr(self, name), name))
         if not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if not self.lr > 0:
             raise ValueError(f"lr must be positive, got {self.lr}")
 
     def build(self, src_vocab_size: int, tgt_vocab_size: int, tgt_pad: int) -> Seq2Seq:
-        """The model these hyper-parameters describe; see :func:`make_bahdanau`."""
-        return make_bahdanau(
-            src_vocab_size,
-            tgt_vocab_size,
-            self.embed_size,
-            self.num_hiddens,
-            self.num_layers,
-            self.dropout,
-            tgt_pad=tgt_pad,
-            lr=self.lr,
+        """The translator: a GRU encoder and an attention decoder in a :class:`qkv.seq2seq.Seq2Seq` (D2L 11.4.3).
+
+        ``tgt_pad`` is the id of ``<pad>`` in the target vocabulary (the loss ignores it)."""
+        check_vocab(src_vocab_size, tgt_vocab_size, tgt_pad)
+        encoder = Seq2SeqEncoder(src_vocab_size, self.embed_size, self.num_hiddens, self.num_layers, self.dropout)
+        decoder = Seq2SeqAttentionDecoder(
+            tgt_vocab_size, self.embed_size, self.num_hiddens, self.num_layers, self.dropout
         )
+        return Seq2Seq(encoder, decoder, tgt_pad=tgt_pad, lr=self.lr)
 
 
 def make_bahdanau(
@@ -220,41 +220,7 @@ def make_bahdanau(
     """The Bahdanau translator: a GRU encoder and an attention decoder in a :class:`qkv.seq2seq.Seq2Seq` (D2L 11.4.3).
 
     The defaults are D2L's. ``tgt_pad`` is the id of ``<pad>`` in the target
-    vocabulary (the loss ignores it). ``BahdanauConfig(...).build(...)`` does the same from a config.
+    vocabulary (the loss ignores it). The same as ``BahdanauConfig(...).build(...)``.
     """
-    c = BahdanauConfig(embed_size, num_hiddens, num_layers, dropout, lr)
-    for name, value in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if not 0 <= tgt_pad < tgt_vocab_size:
-        raise ValueError(f"tgt_pad = {tgt_pad} is not a token id of a vocabulary of size {tgt_vocab_size}")
-    encoder = Seq2SeqEncoder(src_vocab_size, c.embed_size, c.num_hiddens, c.num_layers, c.dropout)
-    decoder = Seq2SeqAttentionDecoder(tgt_vocab_size, c.embed_size, c.num_hiddens, c.num_layers, c.dropout)
-    return Seq2Seq(encoder, decoder, tgt_pad=tgt_pad, lr=c.lr)
-
-
-#: D2L's training setting for the Bahdanau translator (D2L 11.4.3): batch 128, 30 epochs, gradient clip 1.
-D2L_BATCH_SIZE, D2L_EPOCHS, D2L_CLIP = 128, 30, 1.0
-
-
-def train_d2l(data=None, *, seed: int = 0, epochs: int = D2L_EPOCHS, device="cpu", progress: bool = True, log=print):
-    """D2L's Bahdanau translator trained in D2L's setting, or loaded if it was trained before (D2L 11.4.3).
-
-    ``data`` defaults to ``MTFraEng(128)`` (found as :func:`qkv.data.locate` finds files). The model is
-    :class:`BahdanauConfig`'s defaults, built after ``torch.manual_seed(seed)`` and trained by a
-    :class:`qkv.training.Trainer` with ``epochs`` epochs, gradient clipping at 1 and the seed; the weights are
-    cached by :func:`qkv.trained.fit_or_load`. Returns its :class:`~qkv.trained.Fitted` (``.model``, ``.history``,
-    ``.seconds``, ``.trained``) and ``data`` as the pair ``(fitted, data)``.
-    """
-    from qkv.data import MTFraEng
-    from qkv.trained import fit_or_load
-    from qkv.training import Trainer
-
-    data = MTFraEng(D2L_BATCH_SIZE) if data is None else data
-    config = BahdanauConfig()
-    trainer = Trainer(epochs, gradient_clip_val=D2L_CLIP, device=device, seed=seed, progress=progress)
-
-    def build():
-        return config.build(len(data.src_vocab), len(data.tgt_vocab), tgt_pad=data.tgt_vocab["<pad>"])
-
-    return fit_or_load("bahdanau", build, data, trainer, config=config, log=log), data
+    config = BahdanauConfig(embed_size, num_hiddens, num_layers, dropout, lr)
+    return config.build(src_vocab_size, tgt_vocab_size, tgt_pad)

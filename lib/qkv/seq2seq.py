@@ -14,6 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from qkv._validate import positive_int
 from qkv.training import evaluating
 
 __all__ = ["Encoder", "Decoder", "EncoderDecoder", "Seq2Seq", "init_seq2seq"]
@@ -106,3 +107,11 @@ class Seq2Seq(EncoderDecoder):
 
     def configure_optimizers(self):
         return torch.optim.Adam(self.parameters(), lr=self.lr)
+
+
+def check_vocab(src_vocab_size: int, tgt_vocab_size: int, tgt_pad: int) -> None:
+    """Check a translator's vocabulary sizes and its target ``<pad>`` id, before a model is built of them."""
+    positive_int(src_vocab_size, "src_vocab_size")
+    positive_int(tgt_vocab_size, "tgt_vocab_size")
+    if not 0 <= tgt_pad < tgt_vocab_size:
+        raise ValueError(f"tgt_pad = {tgt_pad} is not a token id of a vocabulary of size {tgt_vocab_size}")

@@ -72,9 +72,9 @@ BASE_MODULES = ("qkv.training", "qkv.trained")
 #: The recipes ``make release`` runs before the course is graded, so that the grader only loads weights:
 #: ``"module:function"``, each function callable without arguments. Section 11.8 adds its own.
 WARM = (
-    "qkv.bahdanau:train_d2l",
+    "qkv.translate:train_bahdanau",
     "qkv.figures.multihead_attention:trained_offset_reader",
-    "qkv.transformer:train_d2l",
+    "qkv.translate:train_transformer",
     "qkv.lm:warm",
     "qkv.recipes.vit:train_fashion_mnist",
     "qkv.recipes.vit:train_cnn",

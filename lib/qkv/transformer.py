@@ -62,10 +62,11 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
+from qkv._validate import positive_int
 from qkv.attention import _linear
 from qkv.multihead import MultiHeadAttention, repeat_for_heads, transpose_output, transpose_qkv
 from qkv.positional import PositionalEncoding
-from qkv.seq2seq import Decoder, Encoder, Seq2Seq
+from qkv.seq2seq import Decoder, Encoder, Seq2Seq, check_vocab
 
 __all__ = [
     "PositionWiseFFN",
@@ -79,7 +80,6 @@ __all__ = [
     "TransformerDecoder",
     "TransformerConfig",
     "make_transformer",
-    "train_d2l",
 ]
 
 
@@ -394,7 +394,11 @@ class TransformerDecoder(Decoder):
 
 @dataclass
 class TransformerConfig:
-    """Hyper-parameters of the translation Transformer; the defaults are D2L's (D2L 11.7.6)."""
+    """Hyper-parameters of the translation Transformer; the defaults are D2L's (D2L 11.7.6).
+
+    ``TransformerConfig(...).build(src_vocab_size, tgt_vocab_size, tgt_pad)`` builds the model;
+    :func:`qkv.translate.train_d2l` trains it in D2L's setting.
+    """
 
     num_hiddens: int = 256
     ffn_num_hiddens: int = 64
@@ -405,9 +409,7 @@ class TransformerConfig:
 
     def __post_init__(self):
         for name in ("num_hiddens", "ffn_num_hiddens", "num_heads", "num_blks"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            setattr(self, name, positive_int(getattr(self, name), name))
         if self.num_hiddens % self.num_heads:
             raise ValueError(f"num_hiddens = {self.num_hiddens} must be divisible by num_heads = {self.num_heads}")
         if not 0 <= self.dropout < 1:
@@ -416,18 +418,13 @@ class TransformerConfig:
             raise ValueError(f"lr must be positive, got {self.lr}")
 
     def build(self, src_vocab_size: int, tgt_vocab_size: int, tgt_pad: int) -> Seq2Seq:
-        """The model these hyper-parameters describe; see :func:`make_transformer`."""
-        return make_transformer(
-            src_vocab_size,
-            tgt_vocab_size,
-            self.num_hiddens,
-            self.ffn_num_hiddens,
-            self.num_heads,
-            self.num_blks,
-            self.dropout,
-            tgt_pad=tgt_pad,
-            lr=self.lr,
-        )
+        """The Transformer for translation, a :class:`qkv.seq2seq.Seq2Seq` (D2L 11.7.6): encoder and decoder share
+        these hyper-parameters; ``tgt_pad`` is the id of ``<pad>`` in the target vocabulary (the loss ignores it)."""
+        check_vocab(src_vocab_size, tgt_vocab_size, tgt_pad)
+        sizes = (self.num_hiddens, self.ffn_num_hiddens, self.num_heads, self.num_blks, self.dropout)
+        encoder = TransformerEncoder(src_vocab_size, *sizes)
+        decoder = TransformerDecoder(tgt_vocab_size, *sizes)
+        return Seq2Seq(encoder, decoder, tgt_pad=tgt_pad, lr=self.lr)
 
 
 def make_transformer(
@@ -446,43 +443,7 @@ def make_transformer(
 
     Encoder and decoder share the hyper-parameters; the defaults are D2L's.
     ``tgt_pad`` is the id of ``<pad>`` in the target vocabulary (the loss
-    ignores it). ``TransformerConfig(...).build(...)`` does the same from a config.
+    ignores it). The same as ``TransformerConfig(...).build(...)``.
     """
     config = TransformerConfig(num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout, lr)
-    for name, value in (("src_vocab_size", src_vocab_size), ("tgt_vocab_size", tgt_vocab_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if not 0 <= tgt_pad < tgt_vocab_size:
-        raise ValueError(f"tgt_pad = {tgt_pad} is not a token id of a vocabulary of size {tgt_vocab_size}")
-    c = config
-    encoder = TransformerEncoder(src_vocab_size, c.num_hiddens, c.ffn_num_hiddens, c.num_heads, c.num_blks, c.dropout)
-    decoder = TransformerDecoder(tgt_vocab_size, c.num_hiddens, c.ffn_num_hiddens, c.num_heads, c.num_blks, c.dropout)
-    return Seq2Seq(encoder, decoder, tgt_pad=tgt_pad, lr=c.lr)
-
-
-#: D2L's training setting for the Transformer translator (D2L 11.7.6): batch 128, 30 epochs, gradient clip 1.
-D2L_BATCH_SIZE, D2L_EPOCHS, D2L_CLIP = 128, 30, 1.0
-
-
-def train_d2l(data=None, *, seed: int = 0, epochs: int = D2L_EPOCHS, device="cpu", progress: bool = True, log=print):
-    """D2L's Transformer translator trained in D2L's setting, or loaded if it was trained before (D2L 11.7.6).
-
-    ``data`` defaults to ``MTFraEng(128)`` (found as :func:`qkv.data.locate` finds files). The model is
-    :class:`TransformerConfig`'s defaults (D2L's: 256 hidden, 2 blocks, 4 heads, FFN 64, dropout 0.2, Adam with
-    lr 0.001), built after ``torch.manual_seed(seed)`` and trained by a :class:`qkv.training.Trainer` with
-    ``epochs`` epochs, gradient clipping at 1 and the seed; the weights are cached by
-    :func:`qkv.trained.fit_or_load`. Returns ``(fitted, data)``: the :class:`~qkv.trained.Fitted` (``.model``,
-    ``.history``, ``.seconds``, ``.trained``) and the data module.
-    """
-    from qkv.data import MTFraEng
-    from qkv.trained import fit_or_load
-    from qkv.training import Trainer
-
-    data = MTFraEng(D2L_BATCH_SIZE) if data is None else data
-    config = TransformerConfig()
-    trainer = Trainer(epochs, gradient_clip_val=D2L_CLIP, device=device, seed=seed, progress=progress)
-
-    def build():
-        return config.build(len(data.src_vocab), len(data.tgt_vocab), tgt_pad=data.tgt_vocab["<pad>"])
-
-    return fit_or_load("transformer", build, data, trainer, config=config, log=log), data
+    return config.build(src_vocab_size, tgt_vocab_size, tgt_pad)

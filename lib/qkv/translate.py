@@ -1,11 +1,13 @@
-"""Translating sentences with a trained encoder-decoder and scoring them with BLEU (D2L 10.7.8, 11.4.3, 11.7.6).
+"""Training a translator, translating sentences with it and scoring them with BLEU (D2L 10.7.8, 11.4.3, 11.7.6).
 
-D2L ends each translation section the same way: build a batch from raw English
-sentences with the data's vocabularies, decode greedily with
-``predict_step``, cut each prediction at its first ``<eos>``, print it beside
-the reference with its BLEU, and plot the attention weights of one sentence.
-:func:`translate` and :func:`evaluate_bleu` do those steps for any model with
-D2L's ``predict_step`` (the Bahdanau and the Transformer translators alike).
+D2L ends each translation section the same way: train the model on the
+English-French pairs in one setting (batches of 128, 30 epochs, gradients
+clipped to norm 1), build a batch from raw English sentences with the data's
+vocabularies, decode greedily with ``predict_step``, cut each prediction at its
+first ``<eos>``, print it beside the reference with its BLEU, and plot the
+attention weights of one sentence. :func:`train_d2l`, :func:`translate` and
+:func:`evaluate_bleu` do those steps for any model with D2L's ``predict_step``
+(the Bahdanau and the Transformer translators alike).
 """
 
 from __future__ import annotations
@@ -14,11 +16,62 @@ from typing import NamedTuple
 
 import torch
 
+from qkv._validate import positive_int
 from qkv.bleu import bleu
 
-__all__ = ["translate", "evaluate_bleu", "BleuRow"]
+__all__ = ["train_d2l", "train_bahdanau", "train_transformer", "translate", "evaluate_bleu", "BleuRow"]
 
 EOS = "<eos>"
+#: D2L's training setting for its translators (D2L 11.4.3, 11.7.6): batches of 128, 30 epochs, gradient clip 1.
+D2L_BATCH_SIZE, D2L_EPOCHS, D2L_CLIP = 128, 30, 1.0
+
+
+def train_d2l(
+    name: str,
+    config,
+    data=None,
+    *,
+    seed: int = 0,
+    epochs: int = D2L_EPOCHS,
+    device="cpu",
+    progress: bool = True,
+    log=print,
+):
+    """A translator trained in D2L's setting, or loaded if it was trained before (D2L 11.4.3, 11.7.6).
+
+    ``config`` holds the model's hyper-parameters and builds it: ``config.build(src_vocab_size, tgt_vocab_size,
+    tgt_pad)`` (:class:`qkv.bahdanau.BahdanauConfig`, :class:`qkv.transformer.TransformerConfig`); ``name``
+    names its cached weights ("bahdanau"). ``data`` defaults to ``MTFraEng(128)`` (found as
+    :func:`qkv.data.locate` finds files). The model is built after ``torch.manual_seed(seed)`` and trained by a
+    :class:`qkv.training.Trainer` with ``epochs`` epochs, gradient clipping at 1 and the seed; the weights are
+    cached by :func:`qkv.trained.fit_or_load`. Returns ``(fitted, data)``: the :class:`~qkv.trained.Fitted`
+    (``.model``, ``.history``, ``.seconds``, ``.trained``) and the data module.
+    """
+    from qkv.data import MTFraEng
+    from qkv.trained import fit_or_load
+    from qkv.training import Trainer
+
+    data = MTFraEng(D2L_BATCH_SIZE) if data is None else data
+    trainer = Trainer(epochs, gradient_clip_val=D2L_CLIP, device=device, seed=seed, progress=progress)
+
+    def build():
+        return config.build(len(data.src_vocab), len(data.tgt_vocab), tgt_pad=data.tgt_vocab["<pad>"])
+
+    return fit_or_load(name, build, data, trainer, config=config, log=log), data
+
+
+def train_bahdanau(**kwargs):
+    """D2L's Bahdanau translator, ``train_d2l("bahdanau", BahdanauConfig(), **kwargs)`` (D2L 11.4.3)."""
+    from qkv.bahdanau import BahdanauConfig
+
+    return train_d2l("bahdanau", BahdanauConfig(), **kwargs)
+
+
+def train_transformer(**kwargs):
+    """D2L's Transformer translator, ``train_d2l("transformer", TransformerConfig(), **kwargs)`` (D2L 11.7.6)."""
+    from qkv.transformer import TransformerConfig
+
+    return train_d2l("transformer", TransformerConfig(), **kwargs)
 
 
 class BleuRow(NamedTuple):
@@ -90,8 +143,7 @@ def translate(model, data, sentences, device=None, num_steps=None):
         num_steps = getattr(data, "num_steps", None)
         if num_steps is None:
             raise ValueError("data has no num_steps; pass num_steps, the most tokens to decode")
-    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
-        raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
+    num_steps = positive_int(num_steps, "num_steps")
     device = _model_device(model) if device is None else torch.device(device)
     # Only the <bos> column of the target is used by predict_step; the sources stand in for the targets.
     batch = data.build(sentences, sentences)

@@ -32,12 +32,11 @@ def attention_map(sentence: str = SENTENCE):
     """The trained 11.4 translator's weights for ``sentence``: ``(weights (steps, T_valid), source tokens, emitted
     tokens)``, one row per decoding step up to the one that emitted ``<eos>``, the source cut to its valid tokens.
 
-    The model comes from :func:`qkv.bahdanau.train_d2l`, which loads the cached weights of section 11.4 (and
+    The model comes from :func:`qkv.translate.train_bahdanau`, which loads the cached weights of section 11.4 (and
     trains them once, in D2L's setting, where no cache has them)."""
-    from qkv import bahdanau
-    from qkv.translate import translate
+    from qkv.translate import train_bahdanau, translate
 
-    fitted, data = bahdanau.train_d2l(progress=False, log=lambda *args: None)
+    fitted, data = train_bahdanau(progress=False, log=lambda *args: None)
     ((translation, steps),) = translate(fitted.model, data, [sentence])
     weights = torch.cat([w[0] for w in steps], dim=1)[0]  # n x (1, 1, T) -> (1, n, T) -> (n, T)
     src_ids = data.build([sentence], ["."])[0][0]  # (T,): the source, padded
