@@ -366,6 +366,15 @@ def test_run_autograder_without_its_environment_still_writes_results(tmp_path):
     assert gs_results.check_format(data) == [] and data["score"] == 0 and "setup.sh" in data["output"]
 
 
+@pytest.mark.slow
+def test_a_section_that_shows_a_trained_model_carries_its_weights_and_data():
+    seen = gs_build.recorded("bahdanau-attention")  # loads the weights from the cache (the suite's smoke ones)
+    assert len(seen["trained"]) == 1 and Path(seen["trained"][0]).is_file()
+    assert Path(seen["trained"][0]).name.startswith("bahdanau")
+    assert [d["relpath"] for d in seen["data"]] == ["fra-eng/fra.txt"]
+    assert gs_build.recorded(SLUG) == {"trained": [], "data": []}  # 11.1 loads nothing
+
+
 def test_a_course_of_another_section_is_refused(template):
     assert len(gs_build.course_files(template, SLUG)) == 3  # config, gradebook, release: the section alone
     with pytest.raises(GradingError, match="not the section attention-pooling alone"):

@@ -14,7 +14,9 @@ import platform
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -702,3 +704,161 @@ def test_split_hidden_finds_nbgraders_marker_at_the_start_of_a_line_only():
     assert visible == "x = '### BEGIN HIDDEN TESTS'\ny = 1\n" and lines == 2
     assert hidden == "### BEGIN HIDDEN TESTS\nz = 2\n### END HIDDEN TESTS\n"
     assert guard.split_hidden("y = 1\n") == ("y = 1\n", None, 0)
+
+
+# ---------------------------------------------------------------- without bubblewrap (Sandbox(bubblewrap=False))
+
+
+def test_without_namespaces_the_filter_also_refuses_sockets_sessions_and_namespaces():
+    code = textwrap.dedent(
+        """
+        import ctypes, os, socket, sys
+        sys.path.insert(0, sys.argv[1])
+        from sandboxed import seccomp
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        def unshare():  # os.unshare is Python 3.12's
+            if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+                raise OSError(ctypes.get_errno(), "unshare")
+
+        a, b = socket.socketpair()  # made before: the child's one socket is inherited
+        assert seccomp.install_no_fork_filter(seccomp.no_fork_filter(contained=False))
+        a.sendall(b"x"); assert b.recv(1) == b"x"  # and it still works
+        for name, attempt in (("socket", lambda: socket.socket()), ("unix", lambda: socket.socket(socket.AF_UNIX)),
+                              ("setsid", os.setsid), ("setpgid", lambda: os.setpgid(0, 0)),
+                              ("unshare", unshare)):
+            try:
+                attempt()
+                print("allowed", name)
+            except OSError as err:
+                print("refused", name, err.errno)
+        """
+    )
+    if seccomp.no_fork_filter(contained=False) is None:
+        pytest.skip("libseccomp (pyseccomp) is not available here")
+    done = subprocess.run([sys.executable, "-c", code, str(sb.SANDBOXED.parent)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:-1] == [
+        "refused socket 13",
+        "refused unix 13",
+        "refused setsid 1",
+        "refused setpgid 1",
+        "refused unshare 1",
+    ]
+
+
+def test_reachable_reads_the_mode_bits_as_the_kernel_does():
+    stranger, groups = os.getuid() + 4242, {os.getgid() + 4242}  # neither the owner nor in the group
+    top = Path(tempfile.mkdtemp(prefix="qkv-modes-"))  # in the temporary folder, open to all
+    try:
+        modes = {"open": 0o755, "closed": 0o700, "search-only": 0o711}
+        for name, mode in modes.items():
+            (top / name).mkdir()
+            (top / name / "file").write_text("x")
+            os.chmod(top / name / "file", 0o644)
+            os.chmod(top / name, mode)
+        (top / "private").write_text("x")
+        os.chmod(top / "private", 0o600)
+        os.chmod(top, 0o755)
+        if not sb.reachable(top, stranger, groups):
+            pytest.skip(f"{top.parent} is closed to other users")
+        seen = lambda name: sb.reachable(top / name, stranger, groups)  # noqa: E731
+        assert seen("open") and seen("open/file") and seen("search-only/file")  # a folder searchable but unlisted
+        assert not seen("closed") and not seen("closed/file") and not seen("private") and not seen("missing")
+        assert sb.reachable(top / "private", os.getuid(), set())  # its owner
+    finally:
+        shutil.rmtree(top)
+
+
+def test_without_bubblewrap_only_root_may_grade(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(sb.SandboxUnavailable, match="only root can start it"):
+        sb.sandbox_user()
+    with pytest.raises(sb.SandboxUnavailable, match="only root"):
+        sb.check_available(bubblewrap=False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the mode without bubblewrap runs as root")
+def test_without_bubblewrap_a_course_the_sandboxs_user_could_read_is_refused(monkeypatch):
+    monkeypatch.setattr(sb, "private_paths", lambda: [])  # this checkout's own private parts: another test's matter
+    top = Path(tempfile.mkdtemp(prefix="qkv-unwrapped-"))  # in /tmp, open to all, as a course folder may be
+    try:
+        os.chmod(top, 0o755)
+        course = top / "course"
+        course.mkdir(mode=0o755)
+        (course / "gradebook.db").write_text("hidden tests")
+        with pytest.raises(sb.SandboxUnavailable, match="can be read by the user 'nobody'"):
+            sb.check_hidden([course], bubblewrap=False)
+        os.chmod(course, 0o700)
+        sb.check_hidden([course], bubblewrap=False)
+    finally:
+        shutil.rmtree(top)
+
+
+@pytest.fixture(scope="module")
+def unwrapped_box(tmp_path_factory):
+    """A sandbox without bubblewrap, its zygote run by a Python the user nobody can read (tests/support/unwrapped)."""
+    from tests.support import unwrapped
+
+    top = Path(tempfile.mkdtemp(prefix="qkv-unwrapped-"))
+    os.chmod(top, 0o755)
+    try:
+        python = unwrapped.python_for_sandbox_user(top / "python")
+        if python is None or seccomp.no_fork_filter(contained=False) is None:
+            pytest.skip("needs root, libseccomp and a system Python of this version that the user nobody can run")
+        saved, sys.executable = sys.executable, str(python)
+        try:
+            box = sb.Sandbox(sb.Limits(deadline=20, grace=20), preload=("numpy",), bubblewrap=False)
+            box.start()
+        finally:
+            sys.executable = saved
+        yield box, top
+        box.close()
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_without_bubblewrap_student_code_runs_unprivileged_offline_and_in_its_scratch_folder(unwrapped_box):
+    box, top = unwrapped_box
+    secret = top / "course"
+    secret.mkdir(mode=0o700)
+    (secret / "gradebook.db").write_text("hidden tests")
+    scratch = box._scratch
+    result = run(
+        box,
+        f"""
+        import os, socket
+        print(os.getuid(), os.getcwd() == {str(scratch / "work")!r})
+        for attempt in (lambda: socket.create_connection(("127.0.0.1", 22), timeout=2), os.fork, os.setsid,
+                        lambda: open({str(secret / "gradebook.db")!r}).read()):
+            try:
+                attempt()
+                print("allowed")
+            except OSError as err:
+                print("refused", err.errno)
+        open("left-behind", "w").write("x")
+        print(open("/proc/self/oom_score_adj").read().strip())
+        """,
+    )
+    assert result.how == "done", result.detail
+    assert printed(result).splitlines() == ["65534 True", "refused 13", "refused 11", "refused 1", "refused 13", "1000"]
+    again = run(box, "import os\nprint(os.path.exists('left-behind'), sorted(os.listdir('..')))")
+    assert printed(again).strip() == "False ['home', 'work']"  # each notebook starts from a clean scratch folder
+
+
+@pytest.mark.slow
+def test_without_bubblewrap_closing_the_sandbox_ends_what_outlived_its_zygote(unwrapped_box):
+    box, _ = unwrapped_box
+    result = run(
+        box,
+        "import os\nprint(os.path.dirname(os.getcwd()))",
+        "import os, signal, time\nos.kill(os.getppid(), signal.SIGKILL)\ntime.sleep(600)",
+        deadline=4,
+        grace=2,
+    )
+    assert result.how in ("died", "timeout") and not box.alive  # (run again once in a fresh sandbox, as it does)
+    scratch = printed(result).strip()
+    assert scratch.startswith(tempfile.gettempdir()) and not os.path.exists(scratch)
+    leftovers = subprocess.run(["pgrep", "-f", f"--scratch {scratch}"], capture_output=True, text=True).stdout
+    assert leftovers == "", leftovers  # the child that slept on was killed with its process group

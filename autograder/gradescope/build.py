@@ -34,7 +34,8 @@ OUT = ROOT / "_build" / "gradescope"
 HERE = Path(__file__).resolve().parent
 #: What grading imports beyond qkv's own dependencies (``pyproject.toml``), at constraints.txt's versions.
 GRADING_PACKAGES = ("nbgrader", "pyseccomp", "jupytext", "pyyaml", "jinja2", "python-dateutil", "copydetect")
-#: The Debian packages every zip installs: libseccomp, which the sandbox's seccomp filter loads.
+#: The Debian packages every zip installs: libseccomp, which the sandbox's seccomp filter loads (and bubblewrap for a
+#: zip that grades in it). Data sets travel as files in the zip, a Debian package's too.
 BASE_DEBIAN = ("libseccomp2",)
 #: The folders of the grading core, from the repository, and what of them stays out of a zip.
 CODE_TREES = ("autograder", "course", "lib/qkv")
@@ -44,7 +45,6 @@ LEFT_OUT = ("autograder/sections",)
 #: every data loader finds its file.)
 RECORDER = """
 import importlib, json, sys
-from pathlib import Path
 import qkv.data._fetch as fetch
 import qkv.trained as trained
 seen = {"trained": [], "data": []}
@@ -55,8 +55,7 @@ def fitted(*args, **kwargs):
     return made
 def find(file, data_dir):
     place = real_find(file, data_dir)
-    system = any(Path(place[1]).parent == Path(d) for d in file.system_dirs)
-    seen["data"].append({"relpath": file.relpath, "path": str(place[1]), "system": system})
+    seen["data"].append({"relpath": file.relpath, "path": str(place[1])})
     return place
 trained.Fitted, fetch._find = fitted, find
 for recipe in sys.argv[1:]:
@@ -74,7 +73,7 @@ def recipes(slug: str) -> tuple[str, ...]:
 
 
 def recorded(slug: str) -> dict:
-    """``{"trained": [weight files], "data": [{"relpath", "path", "system"}]}`` that the section's recipes load
+    """``{"trained": [weight files], "data": [{"relpath", "path"}]}`` that the section's recipes load
     (nothing for a section without any); raises :class:`GradingError` when a recipe fails."""
     todo = recipes(slug)
     if not todo:
@@ -88,17 +87,6 @@ def recorded(slug: str) -> dict:
     seen["trained"] = sorted(set(seen["trained"]))
     seen["data"] = list({d["path"]: d for d in seen["data"]}.values())
     return seen
-
-
-def debian_package(path: str) -> str | None:
-    """The Debian package that installed ``path`` (``dpkg-query -S``), or None."""
-    try:
-        done = subprocess.run(["dpkg-query", "-S", path], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode:
-        return None
-    return done.stdout.split(":", 1)[0].strip() or None
 
 
 def requirements() -> list[str]:
@@ -150,12 +138,8 @@ def build(sec: Section, settings: Settings, out: Path = OUT, course: Path | None
         seen = recorded(slug)
         debian = list(BASE_DEBIAN) + (["bubblewrap"] if settings.bubblewrap else [])
         files += [(Path(p), f"{layout.TRAINED}/{Path(p).name}") for p in seen["trained"]]
-        for data in seen["data"]:
-            package = debian_package(data["path"]) if data["system"] else None
-            if package:
-                debian.append(package)
-            else:
-                files.append((Path(data["path"]), f"{layout.DATA}/{data['relpath']}"))
+        # every data file in the zip, a system package's too (Ubuntu may not have the package Debian has)
+        files += [(Path(data["path"]), f"{layout.DATA}/{data['relpath']}") for data in seen["data"]]
         texts = {
             NAME: settings.to_json(),
             layout.REQUIREMENTS: "\n".join(requirements()) + "\n",
