@@ -15,7 +15,10 @@ zero with a reason (``STATUSES``). Nothing a submission holds can stop the batch
   cells run) and reported, and the notebook scores zero, as docs/design.md says;
   ``--tampered keep`` gives it its answers' score instead.
 * Student code runs in a bubblewrap sandbox (:mod:`autograder.sandbox`), in
-  parallel (``--jobs``), with a progress bar.
+  parallel (``--jobs``), with a progress bar; where bubblewrap cannot run (a
+  container, Gradescope's: :mod:`autograder.gradescope`), and only when asked
+  (``--no-bubblewrap``), in the same sandbox without its namespaces, as an
+  unprivileged user.
 * **Answers that silence the checks.** Each test's hidden part runs with the
   checks the sandbox recorded before any student code, and the sandbox reports
   an answer that changed what the hidden tests rely on (``qkv.checks``,
