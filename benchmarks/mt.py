@@ -24,12 +24,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from qkv.openmp import choose_wait_policy  # noqa: E402 (imports no torch)
+from _common import before_torch  # noqa: E402 (benchmarks/_common.py, which imports no torch)
 
 # OpenMP's wait policy must be chosen before torch starts its threads: on a busy machine, wait for it to settle, else
-# let idle threads sleep (qkv.openmp says why). An OMP_WAIT_POLICY already in the environment wins.
-if not {"-h", "--help"} & set(sys.argv[1:]):
-    choose_wait_policy()
+# let idle threads sleep (_common.py says why). An OMP_WAIT_POLICY already in the environment wins.
+before_torch()
 
 import torch  # noqa: E402
 

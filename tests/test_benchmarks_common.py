@@ -1,14 +1,20 @@
-"""qkv.openmp: the benchmarks' OpenMP wait policy, chosen before torch starts."""
+"""benchmarks/_common.py: the benchmarks' OpenMP wait policy, chosen before torch starts."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from qkv.openmp import choose_wait_policy
+COMMON = Path(__file__).resolve().parent.parent / "benchmarks" / "_common.py"
+_spec = importlib.util.spec_from_file_location("benchmarks_common", COMMON)
+_common = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_common)
+choose_wait_policy, before_torch = _common.choose_wait_policy, _common.before_torch
 
 
 def _clock(loads):
@@ -68,8 +74,19 @@ def test_bad_arguments_are_refused(monkeypatch):
         choose_wait_policy(step=0, load=lambda: 2.0, sleep=lambda s: None, log=lambda s: None)
 
 
+def test_the_preamble_chooses_unless_asked_for_help(monkeypatch):
+    chosen = []
+    monkeypatch.setattr(_common, "choose_wait_policy", lambda: chosen.append(1))
+    before_torch(["--help"])
+    before_torch(["-h", "--seeds", "0"])
+    assert chosen == []
+    before_torch(["--seeds", "0"])
+    assert chosen == [1]
+
+
 def test_the_module_imports_no_torch():
-    """It runs before torch starts its thread pool, so it must not start torch itself."""
-    code = "import sys, qkv.openmp; print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    """It runs before torch starts its thread pool, so it must not start torch itself; the benchmarks import it
+    as a script's neighbour (``from _common import before_torch``)."""
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import _common; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code, str(COMMON.parent)], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

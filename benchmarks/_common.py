@@ -1,10 +1,11 @@
-"""OpenMP's wait policy for the timed benchmarks, chosen before torch starts (the course's timing helpers, D2L 11.6.2).
+"""What the timed benchmarks share: OpenMP's wait policy, chosen before torch starts.
 
-PyTorch's CPU threads come from OpenMP, whose idle threads spin by default: the fastest choice on an idle machine.
-On a busy one a spinning thread waits for a partner that is not scheduled, and two-thread training of our small
-models runs several times slower. ``OMP_WAIT_POLICY=PASSIVE`` makes idle threads sleep instead, which saves a busy
-machine but makes those same models more than twice as slow on an idle one. The policy is read once, when torch
-starts its thread pool, so :func:`choose_wait_policy` must run before ``import torch``; this module imports no torch.
+``benchmarks/mt.py``, ``lm.py`` and ``vit.py`` call :func:`before_torch` before they import torch. PyTorch's CPU
+threads come from OpenMP, whose idle threads spin by default: the fastest choice on an idle machine. On a busy one a
+spinning thread waits for a partner that is not scheduled, and two-thread training of our small models runs several
+times slower. ``OMP_WAIT_POLICY=PASSIVE`` makes idle threads sleep instead, which saves a busy machine but makes
+those same models more than twice as slow on an idle one. The policy is read once, when torch starts its thread
+pool, so :func:`choose_wait_policy` must run before ``import torch``; this module imports no torch.
 
 The 1-minute load average lags: a job that ended seconds ago still counts. So the choice first waits for the load to
 fall, and falls back to sleeping threads only when it does not.
@@ -13,10 +14,11 @@ fall, and falls back to sleeping threads only when it does not.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 
-__all__ = ["choose_wait_policy"]
+__all__ = ["choose_wait_policy", "before_torch"]
 
 
 def choose_wait_policy(
@@ -48,3 +50,10 @@ def choose_wait_policy(
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
         return "PASSIVE"
     return "default"
+
+
+def before_torch(argv=None) -> None:
+    """The benchmarks' preamble, run before ``import torch``: :func:`choose_wait_policy`, unless the command line
+    only asks for ``--help`` (which must not wait for the machine to settle)."""
+    if not {"-h", "--help"} & set(sys.argv[1:] if argv is None else argv):
+        choose_wait_policy()
