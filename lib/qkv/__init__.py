@@ -3,8 +3,9 @@
 "Attention Mechanisms and Transformers" (Dive into Deep Learning, chapter 11)
 builds its components section by section; this package holds our own
 reference implementation of each, plus the course's helpers (data loaders,
-trainer, plotting, timing, widgets). One module per concept; every public
-object's docstring names the D2L section that introduces it.
+trainer, cached weights, plotting, timing, widgets) and, apart in
+:mod:`qkv.recipes`, the course's own training recipes. One module per concept;
+every public object's docstring names the D2L section that introduces it.
 
 Glossary: the names and shape letters used in every module
 ----------------------------------------------------------
@@ -60,25 +61,31 @@ lab   n the sequence length (D2L's complexity table); kappa a kernel size, beta 
 
 Sections and modules
 --------------------
-====  ===============================  ==================================
+Every module of the package, by the section that uses it:
+
+====  ===============================  ============================================
 D2L   topic                            module
-====  ===============================  ==================================
+====  ===============================  ============================================
 11.1  queries, keys, values            :mod:`qkv.plotting` (show_heatmaps)
 11.2  attention pooling by similarity  :mod:`qkv.nadaraya_watson`
 11.3  attention scoring functions      :mod:`qkv.attention`
 11.4  Bahdanau attention               :mod:`qkv.bahdanau`, :mod:`qkv.seq2seq`
 11.5  multi-head attention             :mod:`qkv.multihead`
 11.6  self-attention, positions        :mod:`qkv.positional`
+lab   the cost of attention            :mod:`qkv.costlab`, :mod:`qkv.timing`
 11.7  the Transformer                  :mod:`qkv.transformer`
-11.8  the Vision Transformer           :mod:`qkv.vit`
+11.8  the Vision Transformer           :mod:`qkv.vit`; our CPU recipe for it,
+                                       :mod:`qkv.recipes.vit`
 11.9  large-scale pretraining          :mod:`qkv.pretraining`,
-                                       :mod:`qkv.corruption` (BERT, T5 inputs)
---    data, training, BLEU, timing     :mod:`qkv.data`, :mod:`qkv.training`,
-                                       :mod:`qkv.bleu`, :mod:`qkv.timing`,
-                                       :mod:`qkv.translate`
+                                       :mod:`qkv.corruption` (BERT, T5 inputs),
+                                       :mod:`qkv.lm` (small language models)
+--    translating, BLEU                :mod:`qkv.translate`, :mod:`qkv.bleu`
+--    data, training, trained weights  :mod:`qkv.data`, :mod:`qkv.training`,
+                                       :mod:`qkv.trained`, :mod:`qkv.recipes`
 --    the notebooks' tests, figures    :mod:`qkv.checks`, :mod:`qkv.figures`,
       and interactive explorers        :mod:`qkv.widgets`
-====  ===============================  ==================================
+--    the one argument check           :mod:`qkv._validate` (positive_int)
+====  ===============================  ============================================
 
 Data
 ----
