@@ -141,7 +141,8 @@ def prefill(src: Path, cache_dir: Path, pages: list[str], env: dict, jobs: int) 
 def recipes_for(pages: list[str]) -> list[str]:
     """The recipes of :data:`PRETRAIN` that ``pages`` train, longest first (the ViT's and the 11.9 models' first)."""
     order = [recipe for page in PRETRAIN for recipe in PRETRAIN[page] if page in pages]
-    first = [r for r in ("qkv.recipes.vit:train_fashion_mnist", "qkv.lm:warm", "qkv.recipes.vit:train_cnn") if r in order]
+    longest = ("qkv.recipes.vit:train_fashion_mnist", "qkv.lm:warm", "qkv.recipes.vit:train_cnn")
+    first = [r for r in longest if r in order]
     return first + [r for r in order if r not in first]
 
 
