@@ -10,7 +10,7 @@ export QKV_DATA_DIR ?= $(abspath ../shared/data)
 EDITION ?= student
 JOBS ?= 2
 
-.PHONY: book test test-fast test-notebooks test-grading test-book lint format release notebooks grade gradescope bench clean constraints help public lab
+.PHONY: book test test-fast test-notebooks test-grading test-book lint format release notebooks grade gradescope export bench clean constraints help public lab
 
 help:
 	@echo "make book [EDITION=student|solutions]   build the book under _build/<edition>/html"
@@ -22,6 +22,7 @@ help:
 	@echo "make lab                                JupyterLab as students get it (student/jupyter: no instructor tools)"
 	@echo "make grade SUBMISSIONS=DIR|ZIP          autograde a class (GRADE_ARGS='--cluster tcp://HOST:8786 --db postgresql://...')"
 	@echo "make gradescope [SECTION=slug]          a Gradescope autograder zip per section (_build/gradescope/<slug>.zip)"
+	@echo "make export [CANVAS=export.csv]         the gradebook's scores: nbgrader's CSV, and Canvas's import file (EXPORT_ARGS='--map ids.csv')"
 	@echo "make bench                              run the benchmarks in benchmarks/"
 	@echo "make public                             the public repository, without answers or hidden tests (_build/public)"
 
@@ -94,6 +95,11 @@ public: $(STAMP)
 grade: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade SUBMISSIONS=DIR|ZIP [GRADE_ARGS='--jobs 4 --deadline 300']  (nbgrader layout STUDENT/ASSIGNMENT/NOTEBOOK.ipynb)" >&2; exit 2; }
 	$(BIN)/python -m autograder.grade "$(SUBMISSIONS)" $(GRADE_ARGS)
+
+# The gradebook's scores for the LMS (autograder/lms.py): nbgrader's own CSV, and with CANVAS= the Canvas gradebook
+# export filled in, both in _build/course/reports/.
+export: $(STAMP)
+	$(BIN)/python -m autograder.lms $(if $(CANVAS),--canvas "$(CANVAS)") $(EXPORT_ARGS)
 
 # One Gradescope autograder per section (autograder/gradescope): GRADESCOPE_ARGS='--output visible --bubblewrap ...'.
 gradescope: $(STAMP)
