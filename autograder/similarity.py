@@ -27,7 +27,6 @@ mistake is as alike as shared code; a person reads the two answers side by side 
 
 from __future__ import annotations
 
-import ast
 import bisect
 import copy
 import csv
@@ -90,61 +89,64 @@ def _fingerprint(source: str, given=()):
     import numpy as np
     from copydetect import CodeFingerprint
 
-    return CodeFingerprint("answer.py", NOISE, 1, np.asarray(given), language="python", fp=io.StringIO(source))
+    return CodeFingerprint(
+        "answer.py", NOISE, 1, np.asarray(given, dtype=np.int64), language="python", fp=io.StringIO(source)
+    )
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Given:
     """The code every student was given: its lines, stripped (an answer's line that is one of them is the stub's,
     or a visible test's), and its fingerprints (copydetect's boilerplate: a passage of given code within a line)."""
 
     lines: frozenset[str]
-    hashes: tuple[int, ...]
+    hashes: object  # a sorted numpy array of int64, as copydetect takes its boilerplate
 
     @classmethod
     def of(cls, sources) -> Given:
         """What the code cells ``sources`` (the release notebook's) give every student."""
         sources = list(sources)
         lines = frozenset(line.strip() for source in sources for line in source.splitlines())
+        import numpy as np
+
         hashes = {h for source in sources for h in _fingerprint(source).hashes}
-        return cls(lines, tuple(sorted(hashes)))
+        return cls(lines, np.array(sorted(hashes), dtype=np.int64))
 
 
-def _docstring_lines(source: str) -> set[int]:
-    """The line numbers (from 1) of the docstrings of ``source``'s module, classes and functions; none when it
-    does not parse (the lines given to every student are still left out)."""
+@dataclasses.dataclass
+class _Statement:
+    """One logical line of an answer (a call over three lines is one): its line numbers, and each line's text up
+    to its comment."""
+
+    numbers: list[int]
+    code: dict[int, str]
+
+
+def _statements(source: str) -> list[_Statement]:
+    """The statements of ``source`` that are code: comment lines, and statements that are a string alone (a
+    docstring, or a string left as a note), are left out, and so is each line's comment. When ``source`` does not
+    tokenize (it does not parse), each line is a statement of its own, comments and all."""
+    lines = source.splitlines()
+    found: list[_Statement] = []
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return set()
-    found: set[int] = set()
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if not isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) or not body:
-            continue
-        first = body[0]
-        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-            found.update(range(first.lineno, first.end_lineno + 1))
-    return found
-
-
-def _statements(source: str) -> list[list[int]]:
-    """The line numbers (from 1) of each statement of ``source`` (a logical line: a call over three lines is one),
-    comment lines left out; each line alone when ``source`` does not tokenize."""
-    groups: list[list[int]] = []
-    try:
-        first = None
+        current, kinds, cut = None, set(), {}
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            if token.type == tokenize.NEWLINE and first is not None:
-                groups.append(list(range(first, token.start[0] + 1)))
-                first = None
-            elif first is None and token.type not in _NOT_CODE:
-                first = token.start[0]
-        if first is not None:
-            groups.append(list(range(first, len(source.splitlines()) + 1)))
+            if token.type == tokenize.COMMENT:
+                cut[token.start[0]] = token.start[1]
+            elif token.type == tokenize.NEWLINE and current is not None:
+                if kinds - {tokenize.STRING}:  # not a string alone
+                    numbers = list(range(current, token.start[0] + 1))
+                    found.append(_Statement(numbers, {n: lines[n - 1][: cut.get(n)].rstrip() for n in numbers}))
+                current, kinds = None, set()
+            elif token.type not in _NOT_CODE:
+                current = token.start[0] if current is None else current
+                kinds.add(token.type)
+        if current is not None and kinds - {tokenize.STRING}:
+            numbers = list(range(current, len(lines) + 1))
+            found.append(_Statement(numbers, {n: lines[n - 1][: cut.get(n)].rstrip() for n in numbers}))
     except (tokenize.TokenError, SyntaxError):
-        groups = [[n] for n in range(1, len(source.splitlines()) + 1)]
-    return groups
+        found = [_Statement([n], {n: line}) for n, line in enumerate(lines, 1)]
+    return found
 
 
 _NOT_CODE = (tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING, tokenize.ENDMARKER)
@@ -152,25 +154,24 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _order_key(text: str) -> str:
-    """What orders the statements of an answer: its text with every name but Python's keywords one letter, no
-    comments, no spaces, so that renaming variables does not reorder the statements."""
-    text = "".join(line.split("#", 1)[0] for line in text.splitlines())
+    """What orders the statements of an answer: its code with every name but Python's keywords one letter, and no
+    spaces, so that renaming variables does not reorder the statements."""
     return "".join(_NAME.sub(lambda m: m[0] if keyword.iskeyword(m[0]) else "V", text).split())
 
 
 def own_lines(source: str, given: Given) -> list[tuple[int, str]]:
-    """``(number, text)`` of the lines of an answer that its student wrote, statement by statement in a canonical
-    order (so that two answers whose statements are the same in another order read alike): no blank line, no
-    comment line, no docstring, no line of the code every student was given (the stub's header, signatures,
-    ``raise NotImplementedError()``)."""
+    """``(number, code)`` of the lines of an answer that its student wrote, without their comments, statement by
+    statement in a canonical order (so that two answers whose statements are the same in another order read
+    alike): no blank line, no comment, no docstring, no line of the code every student was given (the stub's
+    header, signatures, ``raise NotImplementedError()``)."""
     lines = source.splitlines()
-    skip = _docstring_lines(source)
     units = []
-    for group in _statements(source):
-        kept = [n for n in group if n not in skip and lines[n - 1].strip() and lines[n - 1].strip() not in given.lines]
+    for statement in _statements(source):
+        kept = [(n, statement.code[n]) for n in statement.numbers if lines[n - 1].strip() not in given.lines]
+        kept = [(n, code) for n, code in kept if code.strip()]
         if kept:
-            units.append([(n, lines[n - 1]) for n in kept])
-    units.sort(key=lambda unit: _order_key("\n".join(text for _, text in unit)))
+            units.append(kept)
+    units.sort(key=lambda unit: _order_key("\n".join(code for _, code in unit)))
     return [line for unit in units for line in unit]
 
 
@@ -265,7 +266,7 @@ def compare(
     return sorted(pairs, key=lambda p: (-p.similarity, p.student_a, p.student_b))
 
 
-def _answer_cells(nb: dict):
+def answer_cells(nb: dict):
     """``(grade_id, source)`` of each answer code cell of a notebook's JSON (nbgrader ``solution`` cells)."""
     for cell in nb.get("cells", []):
         meta = cell.get("metadata", {}).get("nbgrader", {})
@@ -296,7 +297,7 @@ def find(course, results, threshold: float = THRESHOLD, common: int = COMMON) ->
                 nb = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
-            for grade_id, source in _answer_cells(nb):
+            for grade_id, source in answer_cells(nb):
                 answers[grade_id].append(
                     Answer(student=student, assignment=assignment, notebook=notebook, grade_id=grade_id, source=source)
                 )

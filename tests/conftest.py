@@ -43,7 +43,7 @@ TIERS = {
     "grading": (
         "test_sandbox",
         "test_grade_cli",
-        "test_grade_similarity",
+        "test_grade_reports",
         "test_grading_corpus",
         "test_grade_limits",
         "test_cluster",

@@ -1,9 +1,10 @@
-"""make grade's similarity report: a class of 11.1 graded by the command line, one pair copied under new names.
+"""make grade's similarity report and make export's Canvas file, on a class of 11.1 graded by the command line.
 
 The class: ``ann`` answers every stub as the reference does; ``ben`` leaves every stub as given but one,
 ``query_jacobian``, ann's answer with its variables renamed, two lines swapped and a comment of his own (holding
 markup, which the report must show as text); ``fay`` writes her own ``query_jacobian``; four students hand in the
-notebook unanswered. Only ann and ben's ``query_jacobian`` is alike; no grade changes for it.
+notebook unanswered. Only ann and ben's ``query_jacobian`` is alike; no grade changes for it. Then the class's
+Canvas export (ben's login there is ``bjones``, and Canvas has a student who handed in nothing) gets its scores.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import shutil
 import nbformat
 import pytest
 
-from autograder import similarity
+from autograder import lms, similarity
 from autograder.grading import cli
 from tests.support import corpus, once
 
@@ -99,3 +100,35 @@ def test_grading_lists_the_copied_pair_only_and_shows_it_side_by_side(graded):
     # The grades are the grader's, whatever the report says: ben's copied answer keeps its points.
     grades = {r["student"]: r for r in read_csv(root / "out" / "grades.csv")}
     assert grades["ben"]["test_query_jacobian"] == grades["ann"]["test_query_jacobian"] != "0"
+
+
+CANVAS = """Student,ID,SIS User ID,SIS Login ID,Section,Queries Keys Values (5001),Current Score,Final Score
+    Points Possible,,,,,10.00,(read only),(read only)
+"Abebe, Ann",201,S201,ann,Section 1,,,
+"Jones, Ben",202,S202,bjones,Section 1,7.00,70.00,70.00
+"Zhou, Zed",203,S203,zed,Section 2,,,
+Stub0,210,S210,stub0,Section 2,,,
+"""
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_make_export_writes_the_graded_scores_into_canvass_file(graded, tmp_path, capsys):
+    root, code = graded
+    assert code == 0
+    (tmp_path / "canvas.csv").write_text(CANVAS)
+    (tmp_path / "map.csv").write_text("student,login\nben,bjones\n")
+    args = ["--course", str(root / "course"), "--canvas", str(tmp_path / "canvas.csv"), "--out", str(tmp_path)]
+    assert lms.main([*args, "--map", str(tmp_path / "map.csv")]) == 0
+    said = capsys.readouterr().out
+    grades = {r["student"]: r["score"] for r in read_csv(root / "out" / "grades.csv")}
+    theirs = {r["student_id"]: float(r["score"]) for r in read_csv(tmp_path / "nbgrader-grades.csv")}
+    rows = {r["SIS Login ID"] or r["Student"].strip(): r for r in read_csv(tmp_path / "canvas-import.csv")}
+    column = "Queries Keys Values (5001)"
+    assert rows["ann"][column] == grades["ann"] and float(grades["ann"]) == theirs["ann"] > 0
+    assert rows["bjones"][column] == grades["ben"] and rows["bjones"]["Current Score"] == "70.00"
+    assert rows["stub0"][column] == grades["stub0"] == "0"
+    assert rows["zed"][column] == "" and rows["Points Possible"][column] == "10.00"
+    assert "in the gradebook, not in Canvas (4): fay, stub1, stub2, stub3" in said
+    assert "in Canvas, no submission in the gradebook (1): Zhou, Zed (zed)" in said
+    assert "points possible, the course" not in said  # 10 points: 11.1's total
