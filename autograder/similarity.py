@@ -218,6 +218,8 @@ def compare(
     Only the pairs that share at least ``min_match`` characters of passages found in at most ``common`` answers are
     scored (a pair alike only in what much of the class wrote has no evidence of its own); each distinct text is
     fingerprinted once. So a large class costs about as much as its distinct answers, not as its pairs."""
+    if len(answers) < 2:
+        return []
     from copydetect import compare_files
 
     cache: dict[str, object] = {}
@@ -288,6 +290,8 @@ def find(course, results, threshold: float = THRESHOLD, common: int = COMMON) ->
             by_notebook[r.assignment, r.notebook].append(r.student)
     pairs: list[Pair] = []
     for (assignment, notebook), students in sorted(by_notebook.items()):
+        if len(students) < 2:  # no pair (one notebook graded alone, as on Gradescope): nothing read, nothing imported
+            continue
         release = course.release(assignment, notebook)
         given = Given.of(c.source for c in release.cells if c.cell_type == "code")
         answers: dict[str, list[Answer]] = defaultdict(list)

@@ -244,3 +244,20 @@ def test_the_report_shows_pairs_side_by_side_as_text_and_the_csv_lists_them(tmp_
 def test_the_threshold_is_a_share(bad):
     with pytest.raises(GradingError, match="similarity is a share"):
         GradeOptions(similarity=bad)
+
+
+def test_a_notebook_graded_alone_reads_and_imports_nothing(monkeypatch):
+    """Gradescope grades one notebook at a time: no pair is possible, so neither the release nor copydetect is used."""
+
+    class Unreadable:
+        def release(self, *args):
+            raise AssertionError("the release was read")
+
+    alone = [Result(
+        student="ann", assignment=SLUG, notebook=SLUG, status="graded", reason="", score=1.0, max_score=1.0,
+        exercises={}, max_points={},
+    )]  # fmt: skip
+    release = given()
+    monkeypatch.setitem(sys.modules, "copydetect", None)  # importing it would raise
+    assert similarity.find(Unreadable(), alone) == []
+    assert similarity.compare([answer("ann", stub("masked_softmax"), "masked_softmax")], release) == []
