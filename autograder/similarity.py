@@ -45,7 +45,8 @@ from pathlib import Path
 NOISE = 25
 #: A passage found in more answers of one exercise than this is common knowledge, never a match (MOSS's ``-m``).
 COMMON = 10
-#: The fewest characters of filtered text two answers must share to be compared at all (about one line of code).
+#: The fewest characters of filtered text, in passages at most :data:`COMMON` answers have, that two answers must
+#: share to be scored at all (about one line of code).
 MIN_MATCH = 40
 #: A pair of answers is listed when the larger of their shares is at least this.
 THRESHOLD = 0.8
@@ -105,10 +106,10 @@ class Given:
     @classmethod
     def of(cls, sources) -> Given:
         """What the code cells ``sources`` (the release notebook's) give every student."""
-        sources = list(sources)
-        lines = frozenset(line.strip() for source in sources for line in source.splitlines())
         import numpy as np
 
+        sources = list(sources)
+        lines = frozenset(line.strip() for source in sources for line in source.splitlines())
         hashes = {h for source in sources for h in _fingerprint(source).hashes}
         return cls(lines, np.array(sorted(hashes), dtype=np.int64))
 
