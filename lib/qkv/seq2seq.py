@@ -110,7 +110,8 @@ class Seq2Seq(EncoderDecoder):
 
 
 def check_vocab(src_vocab_size: int, tgt_vocab_size: int, tgt_pad: int) -> None:
-    """Check a translator's vocabulary sizes and its target ``<pad>`` id, before a model is built of them."""
+    """Check a translator's vocabulary sizes and its target ``<pad>`` id before a model is built of them (the
+    builds of D2L 11.4.3 and 11.7.6)."""
     positive_int(src_vocab_size, "src_vocab_size")
     positive_int(tgt_vocab_size, "tgt_vocab_size")
     if not 0 <= tgt_pad < tgt_vocab_size:

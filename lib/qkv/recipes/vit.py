@@ -206,7 +206,7 @@ def _decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
 
 def warmup_cosine(step: int, total: int, warmup: float) -> float:
     """The learning-rate factor at ``step`` of ``total``: linear from 0 to 1 over ``warmup * total`` steps, then
-    a half cosine down to 0 at ``total``."""
+    a half cosine down to 0 at ``total`` (our recipe's schedule; D2L 11.8.5 keeps SGD's rate constant)."""
     n_warm = max(1, round(warmup * total))
     if step < n_warm:
         return (step + 1) / n_warm
