@@ -66,7 +66,7 @@ test-book: $(STAMP)
 	$(PYTEST) -m book
 
 bench: $(STAMP)
-	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+	for b in benchmarks/[!_]*.py; do $(BIN)/python $$b || exit 1; done  # _common.py is their shared preamble
 
 constraints: $(STAMP)
 	$(BIN)/python -m pip freeze --exclude-editable | sed -E 's/^torch==(.*)\+cpu$$/torch==\1/' > constraints.new
