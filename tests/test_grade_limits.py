@@ -246,7 +246,8 @@ def test_local_grading_prepares_notebooks_only_as_sandboxes_have_room(monkeypatc
                                status=status)  # fmt: skip
 
     class FakeBox:
-        def __init__(self, limits):
+        def __init__(self, limits, bubblewrap=True):
+            assert bubblewrap, "the local path uses bubblewrap unless asked not to"
             self.limits = limits
 
         def run(self, cells, prefix):
