@@ -1,5 +1,10 @@
 """nbval proves every notebook runs in a real Jupyter kernel: solved ones clean, student ones failing only in
-their test cells (and the demos that call the student's answers)."""
+their test cells (and the demos that call the student's answers).
+
+The solved notebook carries its hidden tests (``tests/support/nbval_prepare.py``), so its run is also the proof that
+every solution passes its visible and hidden tests and that no demo fails with the solutions (once the in-process
+``test_solutions_pass_every_visible_and_hidden_test`` of ``tests/test_grading_answers.py``, which ran the same
+notebook a second time)."""
 
 from __future__ import annotations
 
