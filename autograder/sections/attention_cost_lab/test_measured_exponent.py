@@ -2,9 +2,8 @@
 # machine cannot move the exponent), must give 1.5 < k < 2.8 (the median of three sweeps, so that one unlucky sweep
 # cannot fail a correct answer); a linear-time function must give k < 1.5. The inputs must be self-attention inputs of
 # shape (batch, n, d) with batch = 2, the given clock must be used, and the times must be in ms. The linear-time
-# function is a projection (n d^2 multiply-adds, well above the clock's noise) and is also taken as the median of
-# three sweeps: an elementwise q + v lasts microseconds, and on a busy machine (other programs evicting the caches)
-# one sweep of it once measured 1.72.
+# function runs on a clock of its own that advances n / 64 ms a call, so its exponent is exactly 1 (on real clocks,
+# busy machines measured 1.72 and 1.54 for it).
 # Contract: the page's sentences each check relies on.
 #   "For each n in ns (in order): make random queries, keys and values, each of" -> the shapes (2, n, 64)
 #   "shape (batch, n, d), on `device`;" -> the shapes; inputs on the CPU with 'meta' as default
@@ -50,7 +49,18 @@ def _quadratic(q, k, v):
 _W = _T.randn(_d, _d) / _d**0.5  # (d, d)
 
 
+_linear_now = [0.0]
+
+
+def _linear_clock():
+    return _linear_now[0]
+
+
 def _linear(q, k, v):
+    # A linear-time function on a clock of its own that advances n / 64 ms a call: its exponent is exactly 1 whatever
+    # else the machine runs (a real clock measured 1.54 on a loaded 2-core machine), so an answer that returns a fixed
+    # exponent, or one that does not time the function it is given, cannot pass.
+    _linear_now[0] += int(q.shape[1]) / 64 * 1e-3
     return _T.matmul(q, _W) + v  # (B, T, d) @ (d, d) + (B, T, d): T d^2 multiply-adds, linear in T
 
 
@@ -60,8 +70,7 @@ try:
     with checks.forbid_reference(measured_exponent, (_costlab, "run_sweep")):
         _runs = [measured_exponent(_quadratic, _ns, d=_d, batch=_b, warmup=1, repeats=7, clock=_clock) for _ in "abc"]
         _linears = [
-            measured_exponent(_linear, _ns, d=_d, batch=_b, warmup=1, repeats=7, clock=_time.thread_time)[0]
-            for _ in "abc"
+            measured_exponent(_linear, _ns, d=_d, batch=_b, warmup=1, repeats=7, clock=_linear_clock)[0] for _ in "abc"
         ]
     _k_linear = sorted(float(_k) for _k in _linears)[1]  # the median of three sweeps
     _ref = []
