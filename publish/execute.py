@@ -148,11 +148,13 @@ def recipes_for(pages: list[str]) -> list[str]:
 
 def pretrain(pages: list[str], env: dict, slots: int | None = None) -> dict[str, float | None]:
     """Train the models of ``pages`` (those the cache does not hold: :func:`pending`), ``slots`` at a time (default:
-    one per core), each in a process of its own with one torch thread; the seconds each took (None: it failed, and
-    its page will train it, or report why). Nothing happens in a smoke run (its models take seconds), with
-    ``QKV_BOOK_PRETRAIN=0``, or on one core."""
+    one per two cores), each in a process of its own with the cores shared out; the seconds each took (None: it
+    failed, and its page will train it, or report why). Nothing happens in a smoke run (its models take seconds),
+    with ``QKV_BOOK_PRETRAIN=0``, or with fewer than two slots: on 2 cores a model trained on one thread takes about
+    twice as long as on two (the ViT 247 s against about 120, benchmarks/results/book_build.md), so two side by side
+    gain nothing over the pages training them one after another."""
     smoke = os.environ.get("QKV_TRAIN_SMOKE", "").strip() not in ("", "0")
-    slots = slots or os.cpu_count() or 1
+    slots = slots or (os.cpu_count() or 1) // 2
     todo = recipes_for(pages)
     if smoke or env.get(PRETRAIN_ENV, os.environ.get(PRETRAIN_ENV, "1")).strip() == "0" or slots < 2 or not todo:
         return {}

@@ -122,4 +122,24 @@ def test_pretraining_stays_out_of_smoke_runs_and_one_core(monkeypatch):
     monkeypatch.delenv("QKV_TRAIN_SMOKE")
     assert execute.pretrain(list(execute.PRETRAIN), {}, slots=1) == {}
     assert execute.pretrain(list(execute.PRETRAIN), {execute.PRETRAIN_ENV: "0"}, slots=2) == {}
+    monkeypatch.setattr(execute.os, "cpu_count", lambda: 2)  # one slot per two cores: none worth it on two
+    assert execute.pretrain(list(execute.PRETRAIN), {}) == {}
     assert started == []
+
+
+def test_pretraining_on_four_cores_runs_each_recipe_once_with_two_threads(monkeypatch):
+    import subprocess
+
+    seen = []
+
+    def fake_run(cmd, env, **kwargs):
+        seen.append((cmd[-1], env["OMP_NUM_THREADS"]))
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.delenv("QKV_TRAIN_SMOKE", raising=False)
+    monkeypatch.setattr(execute.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(execute.subprocess, "run", fake_run)
+    done = execute.pretrain(["book/transformer", "book/vision-transformer"], {})
+    assert sorted(done) == sorted(["qkv.translate:train_transformer", *execute.PRETRAIN["book/vision-transformer"]])
+    assert all(seconds is not None for seconds in done.values())
+    assert len(seen) == 3 and {threads for _, threads in seen} == {"2"}
