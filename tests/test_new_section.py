@@ -67,6 +67,7 @@ def copy(tmp_path_factory):
     env = dict(os.environ)
     env["PYTHONPATH"] = f"{repo / 'lib'}{os.pathsep}{repo}"  # the copy's qkv, course, publish, autograder
     env.pop("PYTEST_XDIST_WORKER", None)
+    env.pop("PYTEST_ADDOPTS", None)  # the outer run's options (a plugin, a report path) are not the copy's
     before = {p.relative_to(repo) for p in repo.rglob("*") if p.is_file() and "_build" not in p.parts}
     _run(
         [sys.executable, "-m", "course.scaffold", SLUG, "--number", "11.10", "--title", "A Throwaway Section"],
@@ -100,6 +101,7 @@ def test_the_copys_own_tests_pick_the_section_up(copy):
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", SLUG, f"--junitxml={report}"]
     env = copy["env"] | {"QKV_TEST_SECTIONS": SLUG}  # the copy's fixtures (its release) build this section only
     result = subprocess.run([*cmd, *TEST_FILES], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
+    assert report.exists(), f"the copy's pytest stopped before its report:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
     cases = ET.parse(report).getroot().iter("testcase")
     outcome: dict[str, list[str]] = {f: [] for f in TEST_FILES}
     for case in cases:
