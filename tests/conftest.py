@@ -93,9 +93,20 @@ def grading_group(nodeid: str) -> str | None:
     return "grading-" + rest.split("[", 1)[1].split(":", 1)[0].rstrip("]")
 
 
+def page_group(nodeid: str) -> str | None:
+    """``page-<name>`` for a test of ``tests/test_book_browser.py`` about one page (its id is the page's toc name,
+    ``book/...``), else None."""
+    path, _, rest = nodeid.partition("::")
+    if not path.endswith("test_book_browser.py") or "[book/" not in rest:
+        return None
+    return "page-" + rest.split("[", 1)[1].rstrip("]")
+
+
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadgroup`` (``make test``): each section's grading cases go to one worker, so that its notebook's
-    process starts once (``tests/support/inprocess.py``); every other test is its own unit, sent to whichever worker
+    process starts once (``tests/support/inprocess.py``); so do the browser tests of one page, so that Chromium
+    opens and photographs it once (``pages`` in ``tests/test_book_browser.py`` keeps a visit per worker: split
+    across both, each page was visited twice); every other test is its own unit, sent to whichever worker
     is free. (pytest-xdist's own groups, ``xdist_group`` marks, do not reach its scheduler under pytest 9, whose node
     ids it can no longer rewrite; this scheduler groups by node id instead.)"""
     if config.getvalue("dist") != "loadgroup":
@@ -104,7 +115,7 @@ def pytest_xdist_make_scheduler(config, log):
 
     class SectionGroups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return grading_group(nodeid) or nodeid
+            return grading_group(nodeid) or page_group(nodeid) or nodeid
 
     return SectionGroups(config, log)
 

@@ -40,3 +40,12 @@ def test_each_sections_grading_cases_form_one_group_and_nothing_else_does():
     )
     assert group("tests/test_notebooks_nbval.py::test_notebook_runs_under_nbval[transformer-student]") is None
     assert group("tests/test_grading_answers.py::test_without_parameters") is None
+
+
+def test_the_browser_tests_of_one_page_form_one_group():
+    group = conftest.page_group
+    ids = [f"tests/test_book_browser.py::{test}[book/transformer]" for test in ("test_equations_are_typeset", "test_x")]
+    assert {group(i) for i in ids} == {"page-book/transformer"}
+    assert group("tests/test_book_browser.py::test_equations_are_typeset[book/intro]") == "page-book/intro"
+    assert group("tests/test_book_browser.py::test_sidebar_reaches_every_page_from_the_root") is None
+    assert group("tests/test_grading_answers.py::test_x[book/transformer]") is None
