@@ -101,7 +101,8 @@ def test_the_copys_own_tests_pick_the_section_up(copy):
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", SLUG, f"--junitxml={report}"]
     env = copy["env"] | {"QKV_TEST_SECTIONS": SLUG}  # the copy's fixtures (its release) build this section only
     result = subprocess.run([*cmd, *TEST_FILES], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
-    assert report.exists(), f"the copy's pytest stopped before its report:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
+    output = result.stdout[-3000:] + result.stderr[-3000:]
+    assert report.exists(), f"the copy's pytest stopped before writing its report:\n{output}"
     cases = ET.parse(report).getroot().iter("testcase")
     outcome: dict[str, list[str]] = {f: [] for f in TEST_FILES}
     for case in cases:
