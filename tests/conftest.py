@@ -12,6 +12,7 @@ without paying for full training. A test about a trained model's quality unsets 
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,9 @@ os.environ.setdefault("QKV_TRAIN_SMOKE", "2")
 # user's ~/.cache/qkv or a weights folder the user named; subprocesses (kernels, book builds, the grader) inherit it.
 os.environ["QKV_CACHE_DIR"] = str(REPO / "_build" / "test-cache")
 os.environ.pop("QKV_TRAINED_DIR", None)
+# This test session's name, the same in every pytest-xdist worker (they inherit the controller's environment) and
+# their subprocesses: what is made once per session is keyed by it (tests/support/nbval_runs.py).
+os.environ.setdefault("QKV_TEST_SESSION", uuid.uuid4().hex)
 # One thread per process, subprocesses included (nbval's kernels, the background book's kernel, a copy's pytest):
 # the suite runs two workers and the book on two cores, and torch's default of one thread per core in each made
 # them fight (nbval's kernels took twice as long beside a busy worker). The workers themselves: _one_torch_thread.
@@ -75,7 +79,8 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(getattr(pytest.mark, tier(item)))
     # The book tier last (a stable sort: each tier keeps its order), so that the smoke book, which its tests share,
     # is built in the background meanwhile instead of keeping a worker waiting.
-    items.sort(key=lambda it: tier(it) == "book")
+    # The sections' grading cases first: the largest units of work, best started while both workers are free.
+    items.sort(key=lambda it: (tier(it) == "book", grading_group(it.nodeid) is None))
     grading = [i for i, item in enumerate(items) if grading_group(item.nodeid)]
     order: dict[str, int] = {}
     for i in grading:
@@ -112,6 +117,11 @@ def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
+
+    # Keep the collection's order (pytest_collection_modifyitems: grading first, the book tier last); by default
+    # the scheduler sends the largest groups first, which started the browser tests, groups of seven, at once and
+    # left both workers waiting for the smoke book.
+    config.option.loadscopereorder = False
 
     class SectionGroups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:

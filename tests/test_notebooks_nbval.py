@@ -4,49 +4,32 @@ their test cells (and the demos that call the student's answers).
 The solved notebook carries its hidden tests (``tests/support/nbval_prepare.py``), so its run is also the proof that
 every solution passes its visible and hidden tests and that no demo fails with the solutions (once the in-process
 ``test_solutions_pass_every_visible_and_hidden_test`` of ``tests/test_grading_answers.py``, which ran the same
-notebook a second time)."""
+notebook a second time). The student notebook's run, in the book's setting, is also what the smoke book shows
+(``tests/support/nbval_runs.py``), so that it is executed once per session."""
 
 from __future__ import annotations
-
-import subprocess
-import sys
 
 import nbformat
 import pytest
 
 from course import notebooks as nbs
 from course.section import sections
+from tests.support import nbval_runs
 from tests.support.nbval_prepare import prepare
 
 SECTIONS = sections()
-
-
-#: The plugins a notebook's nbval run does not use: hypothesis's alone takes a second to import (of the 2.3 s that a
-#: pytest with every installed plugin takes to start, against 0.9 s without these).
-UNUSED_PLUGINS = ("cacheprovider", "hypothesispytest", "anyio", "xdist", "xdist.looponfail")
-
-
-def _nbval(path):
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "--nbval-lax",
-        "-q",
-        *(arg for name in UNUSED_PLUGINS for arg in ("-p", f"no:{name}")),
-        "--rootdir",
-        str(path.parent),
-        str(path),
-    ]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("edition", ["solutions", "student"])
 @pytest.mark.parametrize("section", SECTIONS, ids=lambda s: s.slug)
 def test_notebook_runs_under_nbval(section, edition, tmp_path):
-    path = prepare(section, tmp_path)[edition]
-    result = _nbval(path)
+    """The student notebook's run is the one the smoke book shows (``tests/support/nbval_runs.py``): made once per
+    session, by this test or by the book's build, whichever asks first."""
+    if edition == "student":
+        result = nbval_runs.student(section)
+    else:
+        result = nbval_runs.run(prepare(section, tmp_path)[edition])
     assert result.returncode == 0, f"nbval failed on the {edition} notebook {section.slug}:\n{result.stdout[-4000:]}"
     assert " passed" in result.stdout
 

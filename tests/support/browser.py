@@ -244,7 +244,9 @@ def built_book(edition: str = "student") -> Path:
 
     The build lives where ``make book`` would put it in this run (``_build/smoke/<edition>`` in the test suite), so
     that Jupyter Book's execution cache there keeps a rebuild short. It counts as up to date when the hash of its
-    inputs (:func:`book_key`) is the one recorded by the last build that finished. When ``lib/qkv`` changed, the
+    inputs (:func:`book_key`) is the one recorded by the last build that finished. The student edition's graded pages
+    are not executed again: their outputs are nbval's runs of the student notebooks, made once per session
+    (:func:`tests.support.nbval_runs.prime_book_cache`). When ``lib/qkv`` changed, the
     execution cache is emptied first: it is keyed by the notebooks' text alone and would show outputs of the old
     library. A file lock keeps parallel test workers from building at once; the others wait and read the result.
     """
@@ -265,7 +267,17 @@ def built_book(edition: str = "student") -> Path:
         library = once.digest(once.ROOT / "lib" / "qkv")
         if recorded[1:2] != [library]:
             shutil.rmtree(out / "_build" / ".jupyter_cache", ignore_errors=True)
+            # and Sphinx's record of the pages read, or it would render none of them again (their sources did not
+            # change) and the emptied cache would stay empty
+            shutil.rmtree(out / "_build" / ".doctrees", ignore_errors=True)
         stamp.unlink(missing_ok=True)
+        if edition == "student":  # the graded pages' outputs: nbval's runs of the student notebooks
+            from course.section import sections
+            from tests.support import nbval_runs
+
+            build_book.stage(edition, out / "src")
+            primed = nbval_runs.prime_book_cache(out / "src", out / "_build" / ".jupyter_cache", sections())
+            print(f"[book] {len(primed)} page(s) from nbval's runs: {', '.join(primed)}", flush=True)
         if edition == "solutions":
             from autograder import editions
 
