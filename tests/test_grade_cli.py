@@ -560,9 +560,12 @@ def test_cli_writes_grades_csv_report_and_feedback(graded_class):
 
 @needs_bwrap
 @pytest.mark.slow
-def test_nbgrader_export_and_generate_feedback_run_on_the_result(graded_class):
+def test_nbgrader_export_and_generate_feedback_run_on_the_result(graded_class, tmp_path):
     root, _ = graded_class
-    course_dir = root / "course"
+    # A copy: the class is shared by the workers, and generate_feedback --force rewrites the feedback that another
+    # test (the formgrader's) may be reading at that moment
+    course_dir = tmp_path / "course"
+    shutil.copytree(root / "course", course_dir)
     nbgrader = release.nbgrader_bin()
     env = release.venv_env()
     export = subprocess.run(

@@ -115,7 +115,7 @@ def prime_book_cache(src: Path, cache_dir: Path, sections: list[Section]) -> lis
     cache = get_cache(str(cache_dir))
     primed = []
     for section in sections:
-        staged = src / "book" / f"{section.slug}.md"
+        staged = src / section.path.relative_to(nbs.ROOT)  # the page as staged for the build
         page = execute.read(staged)
         try:
             cache.match_cache_notebook(page)
