@@ -8,6 +8,7 @@ import functools
 
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch import nn
@@ -220,6 +221,48 @@ def test_forward_first_is_the_blocks_first_position():
     X = torch.randn(3, 5, 8)
     torch.testing.assert_close(forward_first(blk, X), blk(X)[:, :1])
     assert forward_first(blk, X).shape == (3, 1, 8)
+
+
+def _cnn_by_hand(model: SmallCNN, X: torch.Tensor) -> torch.Tensor:
+    """SmallCNN's forward written out with torch.nn.functional on plain (contiguous NCHW) copies of its weights."""
+    convs = [m for m in model.net if isinstance(m, nn.Conv2d)]
+    norms = [m for m in model.net if isinstance(m, nn.BatchNorm2d)]
+    H = X.contiguous()
+    for i, (conv, bn) in enumerate(zip(convs, norms)):
+        H = F.conv2d(H, conv.weight.detach().contiguous(), padding=1)
+        H = F.batch_norm(H, bn.running_mean, bn.running_var, bn.weight.detach(), bn.bias.detach(), eps=bn.eps)
+        H = F.relu(H)
+        if i < 2:
+            H = F.max_pool2d(H, 2)
+    head = model.net[-1]
+    return F.linear(H.mean(dim=(2, 3)), head.weight.detach(), head.bias.detach())
+
+
+@pytest.mark.parametrize("size", [28, 12])
+def test_small_cnn_stored_channels_last_computes_the_plain_layers(size):
+    """The channels-last layout is a speed-up only: the logits (eval mode) are those of the same layers applied
+    by hand to contiguous tensors, and training updates the kernels in place, still channels-last."""
+    torch.manual_seed(0)
+    model = SmallCNN()
+    for m in model.net:
+        if isinstance(m, nn.BatchNorm2d):  # running statistics away from the defaults, so that they count
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 2.0)
+    X = torch.randn(5, 1, size, size)
+    model.eval()
+    with torch.no_grad():
+        got = model(X)
+    assert got.shape == (5, 10)
+    torch.testing.assert_close(got, _cnn_by_hand(model, X), atol=1e-5, rtol=1e-4)
+    conv = model.net[0]
+    assert conv.weight.is_contiguous(memory_format=torch.channels_last)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, fused=True)
+    before = conv.weight.detach().clone()
+    model(X).square().mean().backward()
+    opt.step()
+    assert not torch.equal(conv.weight, before)
+    assert conv.weight.is_contiguous(memory_format=torch.channels_last)
 
 
 def test_recipe_trainer_runs_a_subclass_that_overrides_forward_as_it_is():
