@@ -3,6 +3,8 @@ same network built from PyTorch's own layers, padding, prefixes, generation and 
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -343,6 +345,38 @@ def test_loss_and_optimizer():
     assert sum(len(g["params"]) for g in opt.param_groups) == len(list(model.parameters()))
     with pytest.raises(ValueError, match="agree on"):
         model.loss(Y_hat, Y[:, :2])
+
+
+def test_the_fused_optimizers_step_as_the_plain_ones():
+    """The GPT's AdamW and the GRU's Adam run fused (one kernel for every parameter); three steps of each move the
+    weights as torch's plain per-parameter loop with the same groups and settings does, up to rounding."""
+    from qkv.lm import GRULM, GRUConfig
+
+    torch.manual_seed(0)
+    for model in (tiny_lm(lr=1e-2, weight_decay=0.1), GRULM(GRUConfig(vocab_size=11, num_hiddens=8, num_embed=4))):
+        twin = copy.deepcopy(model)
+        fused = model.configure_optimizers()
+        assert all(g["fused"] for g in fused.param_groups), type(model).__name__
+        plain = type(fused)(_twin_groups(model, twin, fused))
+        for _ in range(3):
+            X = torch.randint(0, 11, (2, 5))
+            for m, opt in ((model, fused), (twin, plain)):
+                m(X).square().mean().backward()
+                opt.step()
+                opt.zero_grad()
+        for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+            torch.testing.assert_close(p, q, atol=1e-6, rtol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
+
+
+def _twin_groups(model, twin, optimizer):
+    """``optimizer``'s parameter groups for ``twin`` (a deep copy of ``model``), unfused, each setting kept."""
+    index = {id(p): i for i, p in enumerate(model.parameters())}
+    params = list(twin.parameters())
+    groups = []
+    for g in optimizer.param_groups:
+        settings = {k: v for k, v in g.items() if k not in ("params", "fused", "foreach")}
+        groups.append(settings | {"params": [params[index[id(p)]] for p in g["params"]], "foreach": False})
+    return groups
 
 
 def greedy_by_hand(model, ids, steps):

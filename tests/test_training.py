@@ -15,7 +15,7 @@ from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
-from qkv.training import Trainer, clip_gradients, resolve_device  # noqa: E402
+from qkv.training import Trainer, clip_gradients, fusable, resolve_device  # noqa: E402
 
 
 class Data:
@@ -343,3 +343,11 @@ def test_progress_bar_shows_losses_and_plot_draws_both_curves(capsys):
     assert list(train_line.get_ydata()) == history["train_loss"]
     assert list(val_line.get_ydata()) == history["val_loss"]
     plt.close("all")
+
+
+def test_fusable_only_for_float32_and_float64_parameters():
+    assert fusable(nn.Linear(3, 2)) and fusable(nn.Linear(3, 2).double())
+    assert not fusable(nn.Linear(3, 2).to(torch.bfloat16)) and not fusable(nn.Linear(3, 2).half())
+    assert not fusable(nn.ReLU()), "a model without parameters has nothing to fuse"
+    mixed = nn.Sequential(nn.Linear(3, 2), nn.Linear(2, 2).to(torch.bfloat16))
+    assert not fusable(mixed), "one parameter the fused kernel cannot take is enough"

@@ -29,7 +29,7 @@ from torch.nn import functional as F
 from qkv._validate import positive_int
 from qkv.data.timemachine import load_corpus
 from qkv.pretraining import DecoderOnlyLM, GPTConfig
-from qkv.training import evaluating
+from qkv.training import evaluating, fusable
 
 __all__ = [
     "CharLMData",
@@ -151,7 +151,8 @@ class GRULM(nn.Module):
         return self.head(H)  # (B, T, N) -> (B, T, V)
 
     def configure_optimizers(self):
-        return torch.optim.Adam(self.parameters(), lr=self.config.lr)
+        """Adam, fused where it can be (:func:`qkv.training.fusable`)."""
+        return torch.optim.Adam(self.parameters(), lr=self.config.lr, fused=fusable(self))
 
 
 def count_parameters(model: nn.Module, non_embedding: bool = False) -> int:

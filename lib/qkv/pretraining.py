@@ -34,7 +34,7 @@ from torch.nn import functional as F
 
 from qkv._validate import positive_int
 from qkv.multihead import MultiHeadAttention
-from qkv.training import evaluating
+from qkv.training import evaluating, fusable
 
 __all__ = [
     "bidirectional_mask",
@@ -303,14 +303,15 @@ class DecoderOnlyLM(nn.Module):
         return loss.mean() if averaged else loss.reshape(Y.shape)  # (B * T,) -> (B, T)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        """AdamW; weight decay on the weight matrices and embeddings only, not on biases or LayerNorm."""
+        """AdamW, fused where it can be (:func:`qkv.training.fusable`); weight decay on the weight matrices and
+        embeddings only, not on biases or LayerNorm."""
         decay = [p for p in self.parameters() if p.dim() >= 2]
         no_decay = [p for p in self.parameters() if p.dim() < 2]
         groups = [
             {"params": decay, "weight_decay": self.config.weight_decay},
             {"params": no_decay, "weight_decay": 0.0},
         ]
-        return torch.optim.AdamW(groups, lr=self.config.lr)
+        return torch.optim.AdamW(groups, lr=self.config.lr, fused=fusable(self))
 
     def generate(
         self,

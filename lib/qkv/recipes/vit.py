@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from qkv.training import Trainer, evaluating
+from qkv.training import Trainer, evaluating, fusable
 from qkv.vit import ViT, ViTBlock, ViTConfig
 
 __all__ = [
@@ -270,8 +270,8 @@ class RecipeTrainer(Trainer):
 
     def configure_optimizer(self, model: nn.Module) -> torch.optim.Optimizer:
         r = self.recipe
-        fused = next(model.parameters()).dtype in (torch.float32, torch.float64)  # fused supports these on the CPU
-        return torch.optim.AdamW(_decay_groups(model, r.weight_decay), lr=r.lr, betas=(0.9, 0.999), fused=fused)
+        groups = _decay_groups(model, r.weight_decay)
+        return torch.optim.AdamW(groups, lr=r.lr, betas=(0.9, 0.999), fused=fusable(model))
 
     @staticmethod
     def logits(model: nn.Module, X: torch.Tensor) -> torch.Tensor:
