@@ -52,7 +52,7 @@ def resolve_device(device=None) -> torch.device:
 
 def fusable(model: nn.Module) -> bool:
     """Whether torch's fused Adam and AdamW (``fused=True``: one kernel updates every parameter) serve ``model``:
-    its parameters are all float32 or float64 on the CPU or on CUDA (our addition; D2L 12.10 is Adam). The update
+    its parameters are all float32 or float64 on the CPU or on CUDA (our addition to the trainer). The update
     is Adam's, up to rounding; on two CPU cores it made a step of a GPT of 11.9's size 15% faster (19.5 against
     22.8 ms). 11.8's recipe and 11.9's GPT and GRU use it."""
     params = list(model.parameters())
