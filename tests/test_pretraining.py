@@ -354,7 +354,7 @@ def test_the_fused_optimizers_step_as_the_plain_ones():
 
     torch.manual_seed(0)
     for model in (tiny_lm(lr=1e-2, weight_decay=0.1), GRULM(GRUConfig(vocab_size=11, num_hiddens=8, num_embed=4))):
-        twin = copy.deepcopy(model)
+        twin, start = copy.deepcopy(model), copy.deepcopy(model)
         fused = model.configure_optimizers()
         assert all(g["fused"] for g in fused.param_groups), type(model).__name__
         plain = type(fused)(_twin_groups(model, twin, fused))
@@ -366,6 +366,8 @@ def test_the_fused_optimizers_step_as_the_plain_ones():
                 opt.zero_grad()
         for (name, p), q in zip(model.named_parameters(), twin.parameters()):
             torch.testing.assert_close(p, q, atol=1e-6, rtol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
+        moved = [not torch.equal(p, p0) for p, p0 in zip(model.parameters(), start.parameters())]
+        assert all(moved), "every parameter should have taken the three steps"
 
 
 def _twin_groups(model, twin, optimizer):
