@@ -1,10 +1,13 @@
-"""For every graded stub of every section: the untouched stub fails its tests, every known-wrong answer (mutant,
-``autograder/mutants.py``: a named edit of the solved cell in ``autograder/sections/<module>/mutants.toml``) fails the
-hidden tests, and every right answer written differently (``variants.toml``) passes them.
+"""For every section, the solved notebook: every solution passes its visible and hidden tests and no cell fails
+with them. For every graded stub of every section: the untouched stub fails its tests, every known-wrong answer
+(mutant, ``autograder/mutants.py``: a named edit of the solved cell in ``autograder/sections/<module>/mutants.toml``)
+fails the hidden tests, and every right answer written differently (``variants.toml``) passes them.
 
-That the solutions themselves pass every visible and hidden test, and that no demo cell fails with them, is proven
-once, in a real kernel, by ``tests/test_notebooks_nbval.py``'s solutions edition (the solved notebook with its hidden
-tests, no cell allowed to fail); ``tests/test_book_structure.py`` checks that every test cell has its hidden test."""
+The solved notebook is executed once per test session, in the section's process (:mod:`tests.support.zygote`), cell
+by cell in the grader's own IPython shell (``autograder.sandboxed.shell``, which runs a cell as a Jupyter kernel
+does); every other case forks from its snapshot before the stub. The student notebook runs in a real kernel under
+nbval (``tests/test_notebooks_nbval.py``); ``tests/test_book_structure.py`` checks that every test cell has its
+hidden test."""
 
 from __future__ import annotations
 
@@ -36,6 +39,19 @@ def _variants():
 
 
 STUBS = [pytest.param(slug, grade, id=f"{slug}:{grade}") for slug, grade in _stubs()]
+
+
+@pytest.mark.parametrize("slug", [s.slug for s in sections()])
+def test_solutions_pass_every_visible_and_hidden_test_and_no_cell_fails(slug):
+    """The solved notebook, hidden tests included, top to bottom (a plain cell that fails raises in run_section)."""
+    run = run_section(slug)
+    tests = [nbs.grade_id(c) for c in section(slug).read().cells if nbs.role(c) == "test"]
+    assert tests and sorted(run.tests) == sorted(tests), f"{slug}: the run reached {sorted(run.tests)} of {tests}"
+    for grade, outcome in run.tests.items():
+        assert outcome.visible_passed, f"{grade}: the solution fails the visible test:\n{outcome.visible_error}"
+        assert outcome.hidden_ran, f"{grade}: there is no hidden test file autograder/sections/.../{grade}.py"
+        assert outcome.hidden_passed, f"{grade}: the solution fails the hidden test:\n{outcome.hidden_error}"
+    assert not run.demo_errors, f"demo cells that use the answers failed with the solutions: {run.demo_errors}"
 
 
 @pytest.mark.parametrize("slug,grade", STUBS)

@@ -29,16 +29,15 @@ def test_every_tier_names_test_files_that_exist_and_each_file_has_one_tier():
 
 def test_each_sections_grading_cases_form_one_group_and_nothing_else_does():
     group = conftest.grading_group
-    assert group("tests/test_grading_answers.py::test_solutions_pass_every_visible_and_hidden_test[transformer]") == (
-        "grading-transformer"
-    )
+    solved = "test_solutions_pass_every_visible_and_hidden_test_and_no_cell_fails[transformer]"
+    assert group(f"tests/test_grading_answers.py::{solved}") == "grading-transformer"
     assert group("tests/test_grading_answers.py::test_untouched_stub_fails_its_tests[transformer:AddNorm]") == (
         "grading-transformer"
     )
     assert group("tests/test_grading_answers.py::test_mutant_fails_hidden_tests[vision-transformer:ViT:no_cls]") == (
         "grading-vision-transformer"
     )
-    assert group("tests/test_notebooks_nbval.py::test_notebook_runs_under_nbval[transformer-student]") is None
+    assert group("tests/test_notebooks_nbval.py::test_student_notebook_runs_under_nbval[transformer]") is None
     assert group("tests/test_grading_answers.py::test_without_parameters") is None
 
 

@@ -1,16 +1,20 @@
 """The process behind :func:`tests.support.inprocess.run_section`: a section executed once, forked per answer.
 
 ``python -m tests.support.zygote SLUG READ_FD WRITE_FD LOG`` executes the section's cells in order with the
-solutions, as a from-the-top run would. Just before each stub cell it forks a *snapshot*: a copy of the process at
-that point, which waits. A request for an answer to stub ``G`` goes to ``G``'s snapshot, which forks once more; that
-child runs the answer and the cells after it up to the test cell asked for, sends the :class:`Run` back and exits.
-So the prefix of a stub (setup, data, smoke training, demos) runs once per section and test session instead of once
-per answer, and copy-on-write keeps one answer's state from reaching the next, as in the grader's zygote
-(``autograder/sandboxed/zygote.py``). Torch runs on one thread here, which is what makes forking safe.
+solutions, as a from-the-top run would, each as one cell of the grader's IPython shell
+(:func:`autograder.sandboxed.shell.make_shell`: a kernel's semantics, its last expression displayed, outputs
+dropped), after importing what the grader's sandbox preloads. Just before each stub cell it forks a *snapshot*: a
+copy of the process at that point, which waits. A request for an answer to stub ``G`` goes to ``G``'s snapshot,
+which forks once more; that child runs the answer and the cells after it up to the test cell asked for, sends the
+:class:`Run` back and exits. So the prefix of a stub (setup, data, smoke training, demos) runs once per section and
+test session instead of once per answer, and copy-on-write keeps one answer's state from reaching the next, as in
+the grader's zygote (``autograder/sandboxed/zygote.py``). Torch runs on one thread here, which is what makes forking
+safe.
 
 Requests and replies are pickled over two pipes given by file descriptor; the cells' own output goes to ``LOG``.
 A request is ``(answers, until, hidden)``: ``answers`` maps grade_ids to the source that replaces the stub cell
-(``None``: the stub as released); every other stub gets its solution. An empty ``answers`` is the solved run.
+(``None``: the stub as released); every other stub gets its solution. An empty ``answers`` is the solved run, to
+the last cell: the session's one execution of the solved notebook.
 The reply is ``("ok", Run)`` or ``("error", message)`` (a plain cell failed, or the answer's process died).
 """
 
@@ -22,18 +26,18 @@ import sys
 import traceback
 from multiprocessing.connection import Connection, Pipe
 
+from autograder.sandboxed.shell import make_shell
 from tests.support.outcome import Run, TestOutcome
 
 
-def _exec(source: str, namespace: dict, label: str) -> str | None:
-    """Run ``source`` in ``namespace``; the exception's one-line summary if it raised, else None."""
-    try:
-        exec(compile(source, label, "exec"), namespace)  # noqa: S102 (trusted course code)
-    except BaseException as err:  # noqa: BLE001 (a student's stub may raise anything)
-        if isinstance(err, KeyboardInterrupt):
-            raise
-        return "".join(traceback.format_exception_only(type(err), err)).strip()
-    return None
+def _exec(shell, source: str) -> str | None:
+    """Run ``source`` as one cell of IPython's ``shell``, as a kernel runs it (its last expression displayed);
+    the exception's one-line summary if it raised, else None."""
+    result = shell.run_cell(source, store_history=False)
+    err = result.error_before_exec or result.error_in_exec
+    if err is None:
+        return None
+    return "".join(traceback.format_exception_only(type(err), err)).strip()
 
 
 class PlainCellFailed(RuntimeError):
@@ -54,7 +58,7 @@ class Notebook:
         self.sec = assemble.as_section(slug)
         self.solutions = assemble.solutions_module(self.sec)
         self.cells = nbs.read(self.sec.path).cells
-        self.namespace: dict = {"__name__": "__main__"}
+        self.shell = make_shell()  # the grader's IPython shell: cells run as in a kernel, outputs dropped
         self.run = Run()
         self.next = 0
 
@@ -74,24 +78,23 @@ class Notebook:
         if cell.cell_type != "code":
             return None
         role, grade = nbs.role(cell), nbs.grade_id(cell)
-        label = f"<{self.slug} cell {index} {grade or ''}>"
         try:
             if role == "stub":
                 if grade in answers:
                     source = cell.source if answers[grade] is None else answers[grade]
                 else:
                     source = self.assemble.fill_stubs(cell.source, grade, self.solutions, False)
-                _exec(source, self.namespace, label)
+                _exec(self.shell, source)
             elif role == "test":
-                outcome = TestOutcome(visible_error=_exec(cell.source, self.namespace, label))
+                outcome = TestOutcome(visible_error=_exec(self.shell, cell.source))
                 extra = self.assemble.hidden_tests(self.sec, grade) if hidden else None
                 if extra is not None:
                     outcome.hidden_ran = True
-                    outcome.hidden_error = _exec(extra, self.namespace, label + " hidden")
+                    outcome.hidden_error = _exec(self.shell, extra)
                 self.run.tests[grade] = outcome
                 return grade
             else:
-                error = _exec(cell.source, self.namespace, label)
+                error = _exec(self.shell, cell.source)
                 if error:
                     if nbs.USES_ANSWERS in cell.metadata.get("tags", []):
                         self.run.demo_errors[index] = error
