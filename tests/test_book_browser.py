@@ -9,8 +9,10 @@ A full-page screenshot of each page is kept under ``_build/screenshots/student/`
 
 from __future__ import annotations
 
+import dataclasses
 import html as htmllib
 import json
+import os
 import re
 import textwrap
 import urllib.request
@@ -25,7 +27,7 @@ from autograder import assemble
 from course import notebooks as nbs
 from course.section import sections
 from publish import colab
-from tests.support import browser
+from tests.support import browser, once
 
 pytestmark = pytest.mark.browser
 
@@ -133,22 +135,36 @@ def reader(chromium, student_html):
         yield reader
 
 
+#: What stands for the served book's address in a page's stored report: each worker serves the book on a port of
+#: its own, and reads the other's reports with its own address put back.
+_BASE = "{served book}/"
+
+
 @pytest.fixture(scope="session")
-def pages(reader):
-    """A function from a toc name to its PageReport: each page is opened once (lazily), inspected, photographed."""
+def pages(reader, student_html):
+    """A function from a toc name to its PageReport: each page is opened once per session (lazily), inspected and
+    photographed, by whichever worker asks first (:func:`tests.support.once.build_once`); the other reads the
+    report it stored. (The browser tests of one page run on one worker, but the sidebar test follows every page.)"""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     cache: dict[str, PageReport] = {}
+    book = once.digest(student_html / "searchindex.js", extra=os.environ.get("QKV_TEST_SESSION", ""))
+
+    def produce(name: str, folder: Path) -> None:
+        page, visit = reader.open(_html_path(name))
+        try:
+            info = page.evaluate(_COLLECT_JS)
+            page.screenshot(path=str(SCREENSHOTS / f"{Path(name).name}.png"), full_page=True)
+        finally:
+            page.context.close()
+        text = json.dumps({"visit": dataclasses.asdict(visit), "info": info})
+        (folder / "report.json").write_text(text.replace(reader.base_url, _BASE))
 
     def report(name: str) -> PageReport:
         if name not in cache:
-            page, visit = reader.open(_html_path(name))
-            try:
-                info = page.evaluate(_COLLECT_JS)
-                shot = SCREENSHOTS / f"{Path(name).name}.png"
-                page.screenshot(path=str(shot), full_page=True)
-            finally:
-                page.context.close()
-            cache[name] = PageReport(name, visit, info, shot)
+            folder = once.build_once("page-" + name.replace("/", "-"), book, lambda f: produce(name, f))
+            stored = json.loads((folder / "report.json").read_text().replace(_BASE, reader.base_url))
+            shot = SCREENSHOTS / f"{Path(name).name}.png"
+            cache[name] = PageReport(name, browser.Visit(**stored["visit"]), stored["info"], shot)
         return cache[name]
 
     return report
