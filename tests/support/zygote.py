@@ -237,6 +237,25 @@ class Zygote:
         return conn.recv()
 
 
+def pack_widget_messages_as_a_kernel() -> None:
+    """Make every comm that a widget opens here pack its messages as a Jupyter kernel does before it sends them
+    (ipykernel's ``Comm.publish_msg``: ``json_clean``, then the session's ``json_packer``), and send nothing.
+
+    Outside a kernel, ipywidgets gets ``comm``'s ``DummyComm``, which drops each message unread; a panel whose
+    state a kernel could not send (a value JSON cannot hold) would then build here and fail in Jupyter. With this,
+    the section's explorers, which the solved run builds as ipywidgets panels (Jupyter's setting), fail here too."""
+    import comm
+    from ipykernel.jsonutil import json_clean
+    from jupyter_client.session import json_packer
+
+    class KernelPackedComm(comm.DummyComm):
+        def publish_msg(self, msg_type, data=None, metadata=None, buffers=None, **keys):
+            json_packer(json_clean(dict(data={} if data is None else data, comm_id=self.comm_id, **keys)))
+            json_packer(json_clean({} if metadata is None else metadata))
+
+    comm.create_comm = KernelPackedComm
+
+
 def main(argv: list[str]) -> None:
     slug, read_fd, write_fd, log, hidden = argv[0], int(argv[1]), int(argv[2]), argv[3], argv[4] == "1"
     out = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -255,6 +274,7 @@ def main(argv: list[str]) -> None:
     # torch._dynamo and sympy again on its own, about a second each.
     for name in PRELOAD:
         importlib.import_module(name)
+    pack_widget_messages_as_a_kernel()
     try:
         zygote = Zygote(slug, hidden, (read_fd, write_fd))
     except BaseException:  # noqa: BLE001
