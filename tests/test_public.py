@@ -23,6 +23,7 @@ from course.section import sections
 from publish import build_book, colab, public
 from publish.vendor import mathjax_dir
 from qkv.data import mt, timemachine
+from tests.support import once
 
 ROOT = nbs.ROOT
 MIN_NEEDLE = 16  # shorter lines (``return x``) are not distinctive
@@ -84,9 +85,18 @@ def _clean_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def tree(tmp_path_factory) -> tuple[Path, list[str]]:
-    out = tmp_path_factory.mktemp("public") / "tree"
-    return out, public.write(out)
+def tree() -> tuple[Path, list[str]]:
+    """The public tree and its files, written once per content for every worker (``tests/support/once.py``), keyed
+    by everything it is written from: the allowlisted files and ``publish/`` (its templates and generators). Tests
+    read it; one that writes works on ``tree_copy``."""
+    key = once.digest(*public.sources().values(), ROOT / "publish")
+
+    def produce(folder: Path) -> None:
+        files = public.write(folder / "tree")
+        (folder / "files.json").write_text(json.dumps(files))
+
+    folder = once.build_once("public-tree", key, produce)
+    return folder / "tree", json.loads((folder / "files.json").read_text())
 
 
 @pytest.fixture
