@@ -262,18 +262,14 @@ def main(argv: list[str]) -> None:
     os.dup2(out, 1)
     os.dup2(out, 2)
     os.environ.setdefault("MPLBACKEND", "Agg")
-    import importlib
-
-    import torch
-
     from autograder.sandbox import PRELOAD
+    from autograder.sandboxed.zygote import preload
 
-    torch.set_num_threads(1)  # as tests/conftest.py does; it is also what makes the forks safe
-    # What the grader's sandbox imports before any submission, imported here before the first cell for the same
-    # reason: otherwise every answer's child whose hidden tests use 'meta' tensors (the device checks) imports
-    # torch._dynamo and sympy again on its own, about a second each.
-    for name in PRELOAD:
-        importlib.import_module(name)
+    # The grader's own preload, before the first cell and for the same reason: otherwise every answer's child whose
+    # hidden tests use 'meta' tensors (the device checks) imports torch._dynamo and sympy again on its own, about a
+    # second each. It also runs torch on one thread, as tests/conftest.py does, which is what makes the forks safe.
+    for failure in preload(list(PRELOAD)):
+        print(f"[zygote] could not preload {failure}", flush=True)
     pack_widget_messages_as_a_kernel()
     try:
         zygote = Zygote(slug, hidden, (read_fd, write_fd))
