@@ -24,6 +24,7 @@ from autograder import assemble
 from autograder.nbcourse import course_path
 from course import notebooks as nbs
 from course.section import sections as all_sections
+from course.student_notebook import differences, student_notebook
 
 ROOT = nbs.ROOT
 COURSE = ROOT / "_build" / "course"
@@ -46,9 +47,8 @@ def write_sources(course: Path = COURSE, sections=None) -> list[Path]:
     shutil.copyfile(ROOT / "autograder" / "nbgrader_config.py", course / "nbgrader_config.py")
     paths = []
     for section in sections or all_sections():
-        nb = assemble.solved(nbs.read(section.path), section.slug, markers=True, hidden=True)
-        nb.metadata.pop("jupytext", None)
-        nb.metadata["language_info"] = nbs.language_info()  # nbgrader keeps it in the release
+        # From the student's notebook (its cell ids and metadata), so that nbgrader's release is that notebook.
+        nb = assemble.solved(student_notebook(section), section.slug, markers=True, hidden=True)
         path = course_path(course, "source", section.assignment, section.slug)
         nbs.write_if_changed(nb, path, fmt="ipynb")
         paths.append(path)
@@ -66,7 +66,24 @@ def release(course: Path = COURSE, sections=None) -> list[Path]:
     result = subprocess.run(cmd, cwd=course, capture_output=True, text=True, env=env)
     if result.returncode:
         raise SystemExit(f"{result.stdout}{result.stderr}")
-    return [course_path(course, "release", section.assignment, section.slug) for section in sections]
+    paths = [course_path(course, "release", section.assignment, section.slug) for section in sections]
+    for section, path in zip(sections, paths):
+        check_release(section, path)
+    return paths
+
+
+def check_release(section, path: Path) -> None:
+    """Stop unless nbgrader's release of ``section`` is the student's notebook that every other door gives
+    (:func:`course.student_notebook.student_notebook`): a student from any door must be graded alike."""
+    import nbformat
+
+    found = differences(student_notebook(section), nbformat.read(path, as_version=4))
+    if found:
+        raise SystemExit(
+            f"[release] {path} is not the student's notebook of {section.slug} that the book, Colab and "
+            f"make notebooks give: {'; '.join(found)}. Every door must give one notebook "
+            "(course/student_notebook.py); something between the book and nbgrader's release changed a cell."
+        )
 
 
 def warm_trained(recipes=None) -> list:

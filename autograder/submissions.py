@@ -40,6 +40,7 @@ class Submission:
     missing: str = ""
     timestamp: datetime | None = None  # when it was handed in (nbgrader's ``timestamp.txt``), in UTC
     timestamp_note: str = ""  # why a ``timestamp.txt`` beside it was not used
+    renamed: str = ""  # the notebook was found under another name: what the student is told
 
 
 def _entries(folder: Path) -> list[Path]:
@@ -127,9 +128,22 @@ def discover(root: Path, course: Course) -> list[Submission]:
                     sub.path = path
                 elif folder.is_dir() and not folder.is_symlink():
                     found = [p.name for p in _entries(folder)]
+                    other = [p for p in _entries(folder) if p.suffix == ".ipynb" and p.is_file() and not p.is_symlink()]
+                    if len(other) == 1 and len(course.notebooks[assignment]) == 1:
+                        # "Copy of X.ipynb" (Colab's "Save a copy"), "X (1).ipynb" (a second download): the one
+                        # notebook handed in for this assignment is graded; the rebuild still checks its cells.
+                        sub.path = other[0]
+                        sub.renamed = (
+                            f"graded {other[0].name}, the only notebook in {student.name}/{assignment}/; "
+                            f"next time hand it in as {notebook}.ipynb"
+                        )
+                        subs.append(sub)
+                        continue
                     sub.missing = f"no {notebook}.ipynb in {student.name}/{assignment}/; found: " + (
                         ", ".join(found[:10]) or "nothing"
                     )
+                    if other:
+                        sub.missing += f". Hand in your notebook for {assignment} as {notebook}.ipynb"
                 else:
                     found = [p.name for p in _entries(student)]
                     sub.missing = f"no folder {student.name}/{assignment}/; found: " + (

@@ -3,7 +3,8 @@
 * ``student`` (the default, public): stub and test cells, and cells tagged
   ``uses-answers`` (demos that call the student's functions), are shown without
   output and are not executed (myst-nb's ``skip-execution`` tag); every other
-  cell is executed.
+  cell is executed. Each page's download button gives the student's notebook
+  (:func:`write_downloads`), the one every door gives.
 * ``solutions`` (for instructors; :mod:`autograder.editions`, which passes its
   ``transform`` to :func:`build`): stubs are filled from ``solutions/`` by the
   assembler, each written question's model answer and rubric
@@ -32,6 +33,7 @@ import nbformat
 
 from course import notebooks as nbs
 from course.section import Section, sections
+from course.student_notebook import student_notebook
 from publish import execute
 from publish.vendor import mathjax_dir
 from qkv.widgets import BOOK_BUILD_ENV
@@ -144,8 +146,24 @@ def build(
     if result.returncode:
         raise SystemExit(f"[book] jupyter-book failed with exit code {result.returncode}; see the log above")
     html = out / "_build" / "html"
+    if transform is None:
+        write_downloads(html)
     print(f"[book] {edition} edition built in {time.perf_counter() - t0:.0f} s: open {html / 'index.html'}")
     return html
+
+
+def write_downloads(html: Path) -> list[Path]:
+    """Put each section's student notebook (:func:`course.student_notebook.student_notebook`) where the page's
+    download button points (``_sources/book/<slug>.ipynb``), over the executed copy that sphinx-book-theme puts
+    there: the download is then the notebook of every other door (the release, Colab), which the grader takes as
+    it is, not this edition's run of the page (outputs, and the ``skip-execution`` tags of the student edition)."""
+    written = []
+    for section in sections():
+        target = html / "_sources" / section.path.relative_to(ROOT).with_suffix(".ipynb")
+        if target.exists():  # the theme put the page's run there (a smaller book, in the tests, has fewer pages)
+            nbs.write_if_changed(student_notebook(section), target, fmt="ipynb")
+            written.append(target)
+    return written
 
 
 def main(argv=None):

@@ -1,17 +1,17 @@
 """The sections as notebooks for Google Colab: ``python -m publish.colab [--out DIR]`` (``make notebooks``).
 
 Colab opens ``.ipynb`` files from GitHub and has no ``qkv``. This writes, for every section,
-``DIR/book/<slug>.ipynb``: the student's notebook (the same cells as ``book/<slug>.md`` and as nbgrader's
-release, no outputs) with one cell in front that installs the course library from the repository, and does
-nothing outside Colab. Publish ``DIR`` as the branch that ``qkv_colab_branch`` in ``_config.yml`` names
-(``notebooks``): the book's Colab buttons (``book/_ext/colab_launch.py``) open those files. A notebook
-completed on Colab is graded like any other: the grader takes only the answer cells.
+``DIR/book/<slug>.ipynb``: the student's notebook (:mod:`course.student_notebook`: the notebook of nbgrader's
+release and of the book's download button, cell for cell, nbgrader's metadata included) with one cell in front
+that installs the course library from the repository, and does nothing outside Colab. Publish ``DIR`` as the
+branch that ``qkv_colab_branch`` in ``_config.yml`` names (``notebooks``): the book's Colab buttons
+(``book/_ext/colab_launch.py``) open those files. A notebook completed on Colab is graded like any other: the
+grader takes only the answer cells, and reads Colab's own saved format (``tests/test_doors.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 from pathlib import Path
 
 import nbformat
@@ -20,6 +20,7 @@ import yaml
 from course import notebooks as nbs
 from course.section import Section
 from course.section import sections as all_sections
+from course.student_notebook import student_notebook
 
 ROOT = nbs.ROOT
 OUT = ROOT / "_build" / "notebooks"
@@ -48,19 +49,10 @@ def install_cell(url: str, branch: str) -> nbformat.NotebookNode:
 
 
 def colab_notebook(section: Section, url: str, branch: str) -> nbformat.NotebookNode:
-    """``section``'s student notebook with the install cell in front, as an ``.ipynb`` for Colab."""
-    nb = nbs.read(section.path)
-    nb.metadata.pop("jupytext", None)
+    """``section``'s student notebook (:func:`course.student_notebook.student_notebook`, the notebook of every
+    door) with the install cell in front, as an ``.ipynb`` for Colab."""
+    nb = student_notebook(section)
     nb.metadata["colab"] = {"name": f"{section.slug}.ipynb", "provenance": []}
-    nb.metadata["language_info"] = nbs.language_info()
-    seen: dict[str, int] = {}
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-        # Cell ids from the cell's text, not jupytext's random ones: writing again changes only the cells that changed.
-        digest = hashlib.sha1(f"{cell.cell_type}\n{cell.source}".encode()).hexdigest()[:12]
-        seen[digest] = seen.get(digest, 0) + 1
-        cell.id = digest if seen[digest] == 1 else f"{digest}-{seen[digest]}"
     nb.cells.insert(0, install_cell(url, branch))
     return nb
 

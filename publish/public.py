@@ -58,6 +58,7 @@ ALLOW: dict[str, str] = {
     "course/__init__.py": "make book and make notebooks: the package course",
     "course/notebooks.py": "make book and make notebooks: reading the MyST notebooks",
     "course/section.py": "make book and make notebooks: the sections of _toc.yml",
+    "course/student_notebook.py": "make book and make notebooks: the student's notebook, the same from every door",
     "publish/build_book.py": "make book (the student edition; the solutions edition needs this repository)",
     "publish/vendor.py": "make book: MathJax, so the book reads offline",
     "publish/poster.py": "make book: the chapter-at-a-glance poster (A3 PDF and PNG)",

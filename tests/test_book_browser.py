@@ -20,12 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urldefrag, urlsplit
 
+import nbformat
 import pytest
 import yaml
 
 from autograder import assemble
 from course import notebooks as nbs
 from course.section import sections
+from course.student_notebook import differences, student_notebook
 from publish import colab
 from tests.support import browser, once
 
@@ -324,6 +326,9 @@ def test_download_and_launch_buttons(reader, pages, name):
             body = response.read().decode("utf-8")
         if suffix == ".ipynb":
             assert json.loads(body)["cells"], f"{name}: the downloaded notebook has no cells"
+            if name in SECTIONS:  # a graded page: the download is the student's notebook of every door
+                got = differences(student_notebook(SECTIONS[name]), nbformat.reads(body, as_version=4))
+                assert got == [], f"{name}: the download is not the student's notebook: {got}"
         assert body.strip(), f"{name}: the {suffix} download is empty"
     if name in NOTEBOOK_PAGES:
         expected = _launch_urls()

@@ -10,6 +10,7 @@ import pytest
 
 from course import notebooks as nbs
 from course.section import sections as all_sections
+from course.student_notebook import differences, student_notebook
 from publish import colab
 from tests.support import book_ext
 
@@ -51,8 +52,11 @@ def test_one_colab_notebook_per_section_with_the_books_cells_after_the_install_c
         nbformat.validate(nb)
         book = nbs.read(section.path)
         assert nb.cells[0].id == colab.COLAB_CELL_ID and nb.cells[0].cell_type == "code"
-        got = [(c.cell_type, c.source, c.metadata.get("nbgrader")) for c in nb.cells[1:]]
-        assert got == [(c.cell_type, c.source, c.metadata.get("nbgrader")) for c in book.cells], section.slug
+        assert [(c.cell_type, c.source) for c in nb.cells[1:]] == [(c.cell_type, c.source) for c in book.cells]
+        # After the install cell, the student's notebook of every door, nbgrader's checksums included.
+        rest = nbformat.v4.new_notebook(cells=nb.cells[1:], metadata=nb.metadata)
+        assert differences(student_notebook(section), rest) == [], section.slug
+        assert all(c.metadata.nbgrader.get("checksum") for c in nb.cells[1:] if "nbgrader" in c.metadata)
         assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
         assert "jupytext" not in nb.metadata and nb.metadata["kernelspec"]["language"] == "python"
     assert "`notebooks` branch" in (out / "README.md").read_text()

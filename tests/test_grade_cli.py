@@ -34,7 +34,7 @@ from autograder.grading import cli
 from autograder.grading.journal import Journal
 from autograder.grading.options import GradeOptions
 from autograder.grading.outputs import clean_outputs, integrity_changes, name_exercises, stub_exercises
-from autograder.grading.rebuild import rebuild, untrusted_is_answer, untrusted_meta
+from autograder.grading.rebuild import RECOVER, rebuild, untrusted_is_answer, untrusted_meta
 from autograder.grading.results import Result
 from autograder.nbcourse import Course, GradingError
 from autograder.sandboxed import protocol
@@ -119,7 +119,8 @@ def test_rebuild_takes_only_the_answers_and_reports_the_rest():
     ]
     assert [c.metadata for c in nb.cells] == [c.metadata for c in release.cells]
     assert any("'f' appears 2 times" in n for n in notes) and any("kernelspec" in n for n in notes)
-    assert len(tampered) == 1 and tampered[0].startswith("test_f (source, metadata grade, metadata solution")
+    # The impostor says test_f is an answer: its role changed (its missing "grade" key is no edit: issue 37).
+    assert len(tampered) == 1 and tampered[0].startswith("test_f (source, metadata solution changed)")
 
 
 def test_rebuild_does_not_call_changed_tags_tampering():
@@ -166,7 +167,7 @@ def test_rebuild_reads_malformed_metadata_that_nbgraders_helpers_raise_on(tmp_pa
         nb, notes, tampered = rebuild(release, sub)
         assert [c.source for c in nb.cells] == [c.source for c in release.cells]
         if index == 1:  # the answer cell f: its stub is graded
-            assert (notes, tampered) == (["answer cell 'f' is missing: its stub was graded"], []), nbgrader
+            assert (notes, tampered) == (["answer cell 'f' is missing: its stub was graded", RECOVER], []), nbgrader
         else:  # the locked test cell: as if deleted
             assert (notes, tampered) == ([], ["test_f (deleted)"]), nbgrader
     list_metadata = nbformat.from_dict({"cell_type": "code", "source": "", "metadata": ["nbgrader"], "outputs": []})
@@ -424,16 +425,23 @@ def fake_course(tmp_path):
 
 def test_discover_gives_every_student_every_handed_in_assignment(tmp_path):
     root = tmp_path / "class"
-    for student, files in {"ann": ["a1/nb.ipynb", "a2/nb2.ipynb"], "bob": ["a1/Untitled.ipynb"], "cy": []}.items():
+    handed_in = {"ann": ["a1/nb.ipynb", "a2/nb2.ipynb"], "bob": ["a1/x.txt", "a2/Copy of nb2.ipynb"], "cy": []}
+    handed_in["dee"] = ["a1/nb (1).ipynb", "a1/nb (2).ipynb"]
+    for student, files in handed_in.items():
         (root / student).mkdir(parents=True)
         for f in files:
             (root / student / f).parent.mkdir(parents=True, exist_ok=True)
             (root / student / f).write_text("{}")
     (root / ".hidden").mkdir()
     subs = {(s.student, s.assignment): s for s in submissions.discover(root, fake_course(tmp_path))}
-    assert sorted(subs) == [(s, a) for s in ("ann", "bob", "cy") for a in ("a1", "a2")]
-    assert subs["ann", "a1"].path == root / "ann" / "a1" / "nb.ipynb"
-    assert subs["bob", "a1"].path is None and "found: Untitled.ipynb" in subs["bob", "a1"].missing
+    assert sorted(subs) == [(s, a) for s in ("ann", "bob", "cy", "dee") for a in ("a1", "a2")]
+    assert subs["ann", "a1"].path == root / "ann" / "a1" / "nb.ipynb" and not subs["ann", "a1"].renamed
+    assert subs["bob", "a1"].path is None and "found: x.txt" in subs["bob", "a1"].missing
+    # The one notebook of a folder, under another name (Colab's "Copy of", a second download's "(1)"), is graded,
+    # and the student is told the name to use; two such notebooks are not guessed between.
+    assert subs["bob", "a2"].path == root / "bob" / "a2" / "Copy of nb2.ipynb"
+    assert "graded Copy of nb2.ipynb" in subs["bob", "a2"].renamed and "as nb2.ipynb" in subs["bob", "a2"].renamed
+    assert subs["dee", "a1"].path is None and "Hand in your notebook for a1 as nb.ipynb" in subs["dee", "a1"].missing
     assert subs["cy", "a2"].path is None and "no folder cy/a2/" in subs["cy", "a2"].missing
     with pytest.raises(submissions.GradingError, match="ASSIGNMENT one of: a1, a2"):
         submissions.discover(tmp_path / "class" / "ann" / "a1", fake_course(tmp_path))

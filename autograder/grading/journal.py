@@ -49,7 +49,8 @@ class Journal:
         else:
             digest.update(f"missing: {sub.missing}".encode())
         release = course.release_path(sub.assignment, sub.notebook)
-        for part in (repr(limits), tampered, cluster.course_version(), str(sub.timestamp), sub.timestamp_note):
+        parts = (repr(limits), tampered, cluster.course_version(), str(sub.timestamp), sub.timestamp_note, sub.renamed)
+        for part in parts:
             digest.update(b"\0" + part.encode())
         digest.update(release.read_bytes())
         return digest.hexdigest()[:32]

@@ -21,7 +21,7 @@ from autograder.grading.outputs import (
     stub_exercises,
     write_notebook,
 )
-from autograder.grading.rebuild import rebuild, restore_hidden
+from autograder.grading.rebuild import RECOVER, not_this_notebook, rebuild, restore_hidden
 from autograder.nbcourse import Course, GradingError
 from autograder.submissions import MAX_NOTEBOOK_BYTES, InvalidNotebook, Submission, read_submission
 
@@ -83,6 +83,8 @@ def prepare(sub: Submission, course: Course) -> Prepared:
         except InvalidNotebook as err:
             status, notes = "invalid notebook", [str(err)]
     release = course.release(sub.assignment, sub.notebook)
+    if submitted is not None and (why := not_this_notebook(release, submitted)):
+        status, notes, submitted = "invalid notebook", [why], None
     nb, more, tampered = rebuild(release, submitted)
     nb = restore_hidden(nb, course, sub)
     first = next((i for i, c in enumerate(nb.cells) if is_solution(c)), len(nb.cells))
@@ -129,7 +131,10 @@ def finish(prep: Prepared, run: sb.RunResult | None, course: Course, options: Gr
             notes.insert(0, run.detail)
         if prep.tampered and options.tampered == "zero":
             notes.append(
-                "locked cells or their metadata were edited, so the notebook scores zero: " + "; ".join(prep.tampered)
+                "locked cells or their metadata were edited, so the notebook scores zero: "
+                + "; ".join(prep.tampered)
+                + ". If you did not mean to edit them, tell your instructor. "
+                + RECOVER
             )
         elif prep.tampered:
             notes.append("edited locked cells were replaced by the course's: " + "; ".join(prep.tampered))
@@ -142,6 +147,8 @@ def finish(prep: Prepared, run: sb.RunResult | None, course: Course, options: Gr
             )
     if sub.timestamp_note:
         notes.append(sub.timestamp_note)
+    if sub.renamed:
+        notes.append(sub.renamed)
     zero = prep.status is not None or (bool(prep.tampered or changed) and options.tampered == "zero")
     scores = gradebook.save_grades(nb, course, sub, zero=zero)
     # The formgrader shows this file: under each written answer, its model answer and rubric from the course's

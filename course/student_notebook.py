@@ -1,0 +1,61 @@
+"""The student's notebook of a section: one notebook, whatever the door a student takes.
+
+A student gets a section's ``.ipynb`` from nbgrader's release (``make release``, a JupyterHub exchange), from the
+book's download button, from Colab (``make notebooks``, with an install cell in front) or from the public
+repository. :func:`student_notebook` builds it, and every door uses it (:mod:`publish.colab`,
+:mod:`publish.build_book`; the release is checked against it by :mod:`autograder.release`), so that the grader sees
+the same cells and the same nbgrader metadata from every door.
+
+What it holds: the cells of ``book/<slug>.md`` without outputs, each with an id derived from its text (writing again
+changes only the cells that changed), and the nbgrader metadata that ``nbgrader generate_assignment`` writes into a
+release: nbgrader's own preprocessors lock the cells (``deletable``/``editable``) and compute each graded cell's
+checksum, exactly as they do in the release.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import nbformat
+
+from course import notebooks as nbs
+from course.section import Section
+
+
+def student_notebook(section: Section) -> nbformat.NotebookNode:
+    """``section``'s notebook as a student gets it from every door (see the module docstring)."""
+    from nbgrader.preprocessors import CheckCellMetadata, ComputeChecksums, LockCells
+
+    nb = nbs.read(section.path)
+    nb.metadata.pop("jupytext", None)
+    nb.metadata["language_info"] = nbs.language_info()
+    seen: dict[str, int] = {}
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        digest = hashlib.sha1(f"{cell.cell_type}\n{cell.source}".encode()).hexdigest()[:12]
+        seen[digest] = seen.get(digest, 0) + 1
+        cell.id = digest if seen[digest] == 1 else f"{digest}-{seen[digest]}"
+    resources: dict = {}
+    # The preprocessors of nbgrader's release that touch what a student's notebook holds (generate_assignment's
+    # LockCells, CheckCellMetadata, ComputeChecksums; the others clear solutions and hidden tests, which the
+    # book never holds).
+    for preprocessor in (LockCells(), CheckCellMetadata(), ComputeChecksums(), CheckCellMetadata()):
+        nb, resources = preprocessor.preprocess(nb, resources)
+    return nb
+
+
+def differences(ours: nbformat.NotebookNode, theirs: nbformat.NotebookNode, limit: int = 5) -> list[str]:
+    """Where ``theirs`` is not the notebook ``ours`` (cells, their ids, types, sources and metadata, and the
+    notebook's kernel): empty when they are the same notebook. Outputs are not compared."""
+    found = []
+    if len(ours.cells) != len(theirs.cells):
+        found.append(f"{len(theirs.cells)} cells instead of {len(ours.cells)}")
+    for i, (a, b) in enumerate(zip(ours.cells, theirs.cells)):
+        for key in ("id", "cell_type", "source", "metadata"):
+            if a.get(key) != b.get(key):
+                found.append(f"cell {i} ({nbs.grade_id(a) or a.cell_type}): {key} differs")
+    for key in ("kernelspec", "language_info"):
+        if ours.metadata.get(key) != theirs.metadata.get(key):
+            found.append(f"notebook metadata {key} differs")
+    return found[:limit] + ([f"and {len(found) - limit} more"] if len(found) > limit else [])
