@@ -100,10 +100,13 @@ def locked_edits(course_cell, theirs) -> list[str]:
 def not_this_notebook(release: nbformat.NotebookNode, submitted: nbformat.NotebookNode) -> str | None:
     """Why ``submitted`` cannot be graded as ``release`` at all, in the words a student uses, or None.
 
-    A notebook that holds none of the release's graded cells is another section's notebook, or one whose cells
+    A notebook that holds none of the release's answer and test cells is another section's notebook, or one whose cells
     lost nbgrader's metadata (copied into a new notebook, or saved by a tool that drops it): grading it would call
     every locked cell deleted. It is an invalid notebook, with what to do."""
-    ours = {c.metadata.nbgrader["grade_id"] for c in release.cells if c.get("metadata", {}).get("nbgrader")}
+    from nbgrader.utils import is_grade, is_solution
+
+    # The exercises' cells (answers and tests): every section shares a locked cell named "setup".
+    ours = {c.metadata.nbgrader["grade_id"] for c in release.cells if is_solution(c) or is_grade(c)}
     theirs = [untrusted_meta(c).get("grade_id") for c in submitted.cells]
     theirs = [g for g in theirs if isinstance(g, str)]
     if not ours or ours & set(theirs):
@@ -113,7 +116,8 @@ def not_this_notebook(release: nbformat.NotebookNode, submitted: nbformat.Notebo
             "none of its cells carries nbgrader's metadata (the cells were copied into a new notebook, or the "
             "editor it was saved with dropped the metadata), so its answers cannot be found. " + RECOVER
         )
-    shown = ", ".join(dict.fromkeys(theirs[:6]))
+    everyone = {c.metadata.nbgrader["grade_id"] for c in release.cells if c.get("metadata", {}).get("nbgrader")}
+    shown = ", ".join(list(dict.fromkeys(g for g in theirs if g not in everyone))[:6])
     return (
         f"this is another notebook: none of its exercises is this assignment's (it holds {shown}). Hand in "
         "this assignment's notebook, under its own name. " + RECOVER

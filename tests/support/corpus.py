@@ -85,7 +85,12 @@ def course_template(slugs=(SLUG,), cache: Path = CACHE) -> Path:
 
 def solved_notebook(release_path: Path, slug: str) -> nbformat.NotebookNode:
     """The release notebook with every stub answered (the reference solutions) and every written answer filled."""
-    nb = nbformat.read(release_path, as_version=4)
+    return answered(nbformat.read(release_path, as_version=4), slug)
+
+
+def answered(nb: nbformat.NotebookNode, slug: str) -> nbformat.NotebookNode:
+    """``nb`` (changed in place, and returned) with every stub answered by the reference and every written answer
+    filled: only the answer cells' sources change."""
     answers = assemble.solutions_module(slug)
     for cell in nb.cells:
         if nbs.role(cell) == "stub":
