@@ -15,7 +15,8 @@ from torch import nn  # noqa: E402
 from torch.nn import functional as F  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
-from qkv.training import Trainer, clip_gradients, fusable, resolve_device  # noqa: E402
+from qkv import training  # noqa: E402
+from qkv.training import Trainer, busy_cores, clip_gradients, fusable, resolve_device, training_threads  # noqa: E402
 
 
 class Data:
@@ -351,3 +352,59 @@ def test_fusable_only_for_float32_and_float64_parameters():
     assert not fusable(nn.ReLU()), "a model without parameters has nothing to fuse"
     mixed = nn.Sequential(nn.Linear(3, 2), nn.Linear(2, 2).to(torch.bfloat16))
     assert not fusable(mixed), "one parameter the fused kernel cannot take is enough"
+
+
+# ---------------------------------------------------------------- threads and progress on a shared machine
+
+
+@pytest.fixture
+def four_threads(monkeypatch):
+    """A machine of 4 cores whose torch runs 4 threads (restored after)."""
+    before = torch.get_num_threads()
+    monkeypatch.setattr(training.os, "cpu_count", lambda: 4)
+    torch.set_num_threads(4)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_training_leaves_out_the_cores_that_other_work_keeps_busy(four_threads):
+    assert [training_threads(busy) for busy in (0.0, 0.4, 1.0, 2.6, 3.9, 7.0)] == [4, 4, 3, 1, 1, 1]
+    torch.set_num_threads(2)  # OMP_NUM_THREADS=2: never more than torch was told
+    assert [training_threads(busy) for busy in (0.0, 2.0, 3.0)] == [2, 2, 1]
+
+
+def test_busy_cores_reads_the_whole_machine_between_nothing_and_every_core():
+    busy = busy_cores(window=0.05)
+    if busy is None:
+        pytest.skip("no /proc/stat here")
+    assert 0.0 <= busy <= (training.os.cpu_count() or 1)
+
+
+def test_fit_trains_on_the_chosen_threads_and_gives_torchs_setting_back(four_threads, monkeypatch):
+    seen = []
+    monkeypatch.setattr(training, "busy_cores", lambda: 2.6)  # a busy machine: one thread
+    data = Data(*_regression_data(n=32), batch_size=8)
+
+    class Spy(LinearRegression):
+        def forward(self, X):
+            seen.append(torch.get_num_threads())
+            return super().forward(X)
+
+    Trainer(1, lr=0.1, progress=False).fit(Spy(), data)
+    assert set(seen) == {1} and torch.get_num_threads() == 4
+    seen.clear()
+    Trainer(1, lr=0.1, progress=False, threads=3).fit(Spy(), data)
+    assert set(seen) == {3} and torch.get_num_threads() == 4
+    with pytest.raises(ValueError, match='threads must be "auto" or a positive integer'):
+        Trainer(1, lr=0.1, threads=0)
+
+
+def test_the_progress_bar_counts_every_step_and_shows_the_epoch_and_losses(capsys):
+    data = Data(*_regression_data(n=40), *_regression_data(n=8, seed=1), batch_size=8)  # 5 steps an epoch
+    trainer = Trainer(3, lr=0.1, progress=True, threads=1)
+    trainer.fit(LinearRegression(), data)
+    err = capsys.readouterr().err
+    assert "15/15" in err and "epoch=3/3" in err and "train_loss=" in err and "val_loss=" in err
+    assert "training (1 thread)" in err and trainer._bar is None
+    Trainer(1, lr=0.1, progress=False, threads=1).fit(LinearRegression(), data)
+    assert capsys.readouterr().err == ""

@@ -234,7 +234,7 @@ def _trainer(epochs, seed, progress):
     return Trainer(epochs, gradient_clip_val=1.0, device="cpu", seed=seed, progress=progress)
 
 
-def _gpt(data, config: dict, epochs: int, name: str, seed: int, progress: bool, log):
+def _gpt(data, config: dict, epochs: int, name: str, seed: int, progress: bool | None, log):
     from qkv.trained import fit_or_load
 
     cfg = GPTConfig(vocab_size=len(data.vocab), **config)
@@ -249,7 +249,7 @@ def _gpt(data, config: dict, epochs: int, name: str, seed: int, progress: bool, 
     )
 
 
-def train_gpt(data=None, *, seed: int = 0, progress: bool = False, log=print):
+def train_gpt(data=None, *, seed: int = 0, progress: bool | None = None, log=print):
     """The section's character GPT (:data:`GPT_CONFIG`, :data:`GPT_EPOCHS`), trained or loaded (D2L 11.9.3).
 
     Returns ``(fitted, data)``: the :class:`qkv.trained.Fitted` and the :class:`CharLMData`.
@@ -258,7 +258,7 @@ def train_gpt(data=None, *, seed: int = 0, progress: bool = False, log=print):
     return _gpt(data, GPT_CONFIG, GPT_EPOCHS, "char-gpt", seed, progress, log), data
 
 
-def train_gru(data=None, *, seed: int = 0, progress: bool = False, log=print):
+def train_gru(data=None, *, seed: int = 0, progress: bool | None = None, log=print):
     """A :class:`GRULM` with about the GPT's parameter count, trained for :data:`GRU_EPOCHS`, or loaded."""
     from qkv.trained import fit_or_load
 
@@ -284,7 +284,7 @@ def scaling_config(num_hiddens: int, num_blks: int) -> dict:
     )
 
 
-def scaling_study(data=None, *, sizes=SCALING_SIZES, seed: int = 0, progress: bool = False, log=print):
+def scaling_study(data=None, *, sizes=SCALING_SIZES, seed: int = 0, progress: bool | None = None, log=print):
     """Train (or load) one GPT per size in ``sizes`` for :data:`SCALING_EPOCHS`; returns a list of dicts with
     ``num_hiddens``, ``num_blks``, ``params`` (non-embedding), ``val_loss`` (held-out nats per character) and
     ``seconds`` (the training's wall time), smallest first."""

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import random
+import sys
 import time
 import warnings
 
@@ -30,11 +32,56 @@ from torch.nn import functional as F
 from torch.nn.parameter import is_lazy
 from tqdm.auto import tqdm
 
-__all__ = ["resolve_device", "clip_gradients", "evaluating", "fusable", "Trainer"]
+__all__ = ["resolve_device", "clip_gradients", "evaluating", "fusable", "busy_cores", "training_threads", "Trainer"]
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}
 #: The lists of ``Trainer.history``, one entry per epoch each.
 HISTORY = ("epoch", "train_loss", "val_loss", "seconds", "train_seconds", "cpu_seconds")
+
+
+def busy_cores(window: float = 0.25) -> float | None:
+    """How many of the machine's cores other work keeps busy now, from ``/proc/stat`` over ``window`` seconds
+    (Linux; ``None`` where there is no ``/proc/stat``). Called while this process is idle, before training."""
+
+    def sample() -> tuple[int, int]:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:9]]  # user nice system idle iowait irq softirq steal
+        return sum(fields), fields[3] + fields[4]
+
+    try:
+        total0, idle0 = sample()
+        time.sleep(window)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    if total1 <= total0:
+        return None
+    return (os.cpu_count() or 1) * (1 - (idle1 - idle0) / (total1 - total0))
+
+
+def training_threads(busy: float | None = None) -> int:
+    """The CPU threads to train with now: torch's number (``torch.get_num_threads()``, which ``OMP_NUM_THREADS``
+    sets), less the cores that other work keeps busy (:func:`busy_cores`), and at least one.
+
+    PyTorch's CPU threads wait for each other at every operation by spinning. On a machine whose cores are busy
+    with other work, a thread often waits for a partner that is not running, and two-thread training took 7.5
+    times the CPU time of an idle run (a student's walk, 2026-12-06). With one thread there is nobody to wait for:
+    training then slows by the load, not by the spinning."""
+    threads = torch.get_num_threads()
+    if threads == 1:
+        return 1  # nothing to leave out (and nothing to measure)
+    busy = busy_cores() if busy is None else busy
+    if busy is None:
+        return threads
+    return max(1, min(threads, math.floor((os.cpu_count() or 1) - busy + 0.5)))
+
+
+def show_progress() -> bool:
+    """Whether a training run shows a progress bar when not told: in a notebook's kernel or a terminal, but not
+    while the book is built (``QKV_BOOK_BUILD``: :mod:`qkv.widgets`), whose pages show what they print."""
+    from qkv.widgets import static_mode
+
+    return not static_mode() and ("ipykernel" in sys.modules or sys.stderr.isatty())
 
 
 def resolve_device(device=None) -> torch.device:
@@ -117,7 +164,12 @@ class Trainer:
         optimizer: "adam", "sgd" or a function ``(params, lr=...) -> Optimizer``;
             used with ``lr`` when the model has no ``configure_optimizers()``.
         lr: learning rate for that optimiser.
-        progress: show a tqdm progress bar over epochs with the latest losses.
+        progress: show a tqdm progress bar over the training steps (the epoch, the last
+            epoch's losses, the time so far and the time left); None (the default):
+            in a notebook or a terminal, not in the built book (:func:`show_progress`).
+        threads: the CPU threads to train with: "auto" (the default) leaves out the
+            cores that other work keeps busy when training starts
+            (:func:`training_threads`), or a number; torch's setting is restored after.
         scheduler: None, or a function ``(optimizer, total_steps) -> LRScheduler``
             (``torch.optim.lr_scheduler``): :meth:`fit` calls it once the optimiser
             exists, with ``total_steps = max_epochs * len(train_dataloader())``, and
@@ -142,8 +194,9 @@ class Trainer:
         seed: int | None = None,
         optimizer="adam",
         lr: float | None = None,
-        progress: bool = True,
+        progress: bool | None = None,
         scheduler=None,
+        threads: int | str = "auto",
     ):
         if not isinstance(max_epochs, int) or max_epochs < 1:
             raise ValueError(f"max_epochs must be a positive integer, got {max_epochs!r}")
@@ -157,6 +210,8 @@ class Trainer:
             optimizer = optimizer.lower()
         elif not callable(optimizer):
             raise TypeError(f"optimizer must be a name or a function (params, lr=...) -> Optimizer, got {optimizer!r}")
+        if threads != "auto" and not (isinstance(threads, int) and threads >= 1):
+            raise ValueError(f'threads must be "auto" or a positive integer, got {threads!r}')
         if scheduler is not None and not callable(scheduler):
             raise TypeError(
                 f"scheduler must be None or a function (optimizer, total_steps) -> LRScheduler, got {scheduler!r}"
@@ -168,10 +223,12 @@ class Trainer:
         self.optimizer = optimizer
         self.lr = lr
         self.progress = progress
+        self.threads = threads
         self.scheduler = scheduler
         self.optim: torch.optim.Optimizer | None = None
         self.lr_scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
         self.history: dict[str, list] = {name: [] for name in HISTORY}
+        self._bar = None  # the progress bar of a fit that is running
 
     def prepare_batch(self, batch):
         """Check a batch is ``(*inputs, Y)`` and move its tensors to the device (D2L 6.7.3)."""
@@ -238,6 +295,8 @@ class Trainer:
             n = _batch_size(batch[-1])
             total += loss.detach() * n
             count += n
+            if self._bar is not None:
+                self._bar.update(1)
         if count == 0:
             raise ValueError("train_dataloader() yielded no batches")
         return float(total) / count
@@ -278,9 +337,25 @@ class Trainer:
         if self.scheduler is not None:
             self.lr_scheduler = self.scheduler(self.optim, self.max_epochs * len(train_loader))
         self.history = history = {name: [] for name in HISTORY}
-        wall = cpu = 0.0
-        bar = tqdm(range(1, self.max_epochs + 1), desc="training", unit="epoch", disable=not self.progress)
-        for epoch in bar:
+        threads_before = torch.get_num_threads()
+        threads = training_threads() if self.threads == "auto" else self.threads
+        torch.set_num_threads(threads)
+        show = show_progress() if self.progress is None else self.progress
+        desc = f"training ({threads} thread{'s' if threads > 1 else ''}"
+        desc += ", the machine is busy)" if threads < threads_before else ")"
+        steps = self.max_epochs * len(train_loader) if hasattr(train_loader, "__len__") else None
+        self._bar = tqdm(total=steps, desc=desc, unit="step", disable=not show)
+        try:
+            self._fit_epochs(model, train_loader, val_loader, start)
+        finally:
+            self._bar.close()
+            self._bar = None
+            torch.set_num_threads(threads_before)
+        return history
+
+    def _fit_epochs(self, model, train_loader, val_loader, start: float) -> None:
+        history, wall, cpu = self.history, 0.0, 0.0
+        for epoch in range(1, self.max_epochs + 1):
             wall0, cpu0 = time.perf_counter(), time.process_time()
             train_loss = self.fit_epoch(model, train_loader)
             wall, cpu = wall + time.perf_counter() - wall0, cpu + time.process_time() - cpu0
@@ -291,9 +366,9 @@ class Trainer:
             history["seconds"].append(time.perf_counter() - start)
             history["train_seconds"].append(wall)
             history["cpu_seconds"].append(cpu)
-            bar.set_postfix(train_loss=f"{train_loss:.4g}", val_loss=f"{val_loss:.4g}")
-        bar.close()
-        return history
+            self._bar.set_postfix(
+                epoch=f"{epoch}/{self.max_epochs}", train_loss=f"{train_loss:.4g}", val_loss=f"{val_loss:.4g}"
+            )
 
     def plot(self, ax=None):
         """Draw the training and validation loss against the epoch; returns the axes."""

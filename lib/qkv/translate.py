@@ -34,7 +34,7 @@ def train_d2l(
     seed: int = 0,
     epochs: int = D2L_EPOCHS,
     device="cpu",
-    progress: bool = True,
+    progress: bool | None = None,
     log=print,
 ):
     """A translator trained in D2L's setting, or loaded if it was trained before (D2L 11.4.3, 11.7.6).

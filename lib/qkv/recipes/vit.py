@@ -256,7 +256,7 @@ class RecipeTrainer(Trainer):
     ``val_acc`` (accuracy on the validation data).
     """
 
-    def __init__(self, recipe: ViTRecipe, *, seed: int, device="cpu", progress: bool = False):
+    def __init__(self, recipe: ViTRecipe, *, seed: int, device="cpu", progress: bool | None = None):
         super().__init__(
             recipe.epochs,
             device=device,
@@ -335,7 +335,7 @@ def training_flops(model: nn.Module, img_size: int, forward=None, batch_size: in
     return counter.get_total_flops() / batch_size
 
 
-def train_fashion_mnist(recipe: ViTRecipe | None = None, *, seed: int = 0, data=None, log=print, progress=False):
+def train_fashion_mnist(recipe: ViTRecipe | None = None, *, seed: int = 0, data=None, log=print, progress=None):
     """Train a model on Fashion-MNIST with ``recipe`` (default :data:`CPU_RECIPE`), or load the weights of an
     identical earlier run (D2L 11.8.5, our recipe).
 
