@@ -310,8 +310,28 @@ def build(dest: Path, course: Path, repo: Path = nbs.ROOT, only_good: bool = Fal
         )
     cases.append(Case("missing", "missing", ZERO, "an assignment folder without the notebook", reason="found"))
     (dest / "missing" / SLUG).mkdir(parents=True, exist_ok=True)
-    cases.append(Case("misnamed", "missing", ZERO, "the notebook under another name", reason="Untitled.ipynb"))
+    # The one notebook of the folder, under another name (Colab's "Copy of", a second download's "(1)"): graded,
+    # and the student told the name to use (issue 37).
+    cases.append(
+        Case("misnamed", "graded", dict(FULL), "the notebook under another name", reason="graded Untitled.ipynb")
+    )
     _write(dest, "misnamed", solved, name="Untitled.ipynb")
+    cases.append(Case("two_notebooks", "missing", ZERO, "two notebooks under other names", reason="Hand in"))
+    _write(dest, "two_notebooks", solved, name="Untitled.ipynb")
+    _write(dest, "two_notebooks", solved, name="Untitled1.ipynb")
+    stripped = copy.deepcopy(solved)
+    for cell in stripped.cells:
+        cell.metadata.pop("nbgrader", None)
+    add(
+        Case(
+            "no_metadata",
+            "invalid notebook",
+            ZERO,
+            "every cell's nbgrader metadata dropped (a tool that does not keep it)",
+            reason="none of its cells carries nbgrader's metadata",
+        ),
+        stripped,
+    )
 
     deleted = copy.deepcopy(solved)
     deleted.cells = [c for c in deleted.cells if nbs.grade_id(c) != "sharp_similarity"]
