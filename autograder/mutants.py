@@ -16,6 +16,7 @@ the stub's grade_id::
     mistake = "Masked scores are filled with 0 instead of a large negative number, ..."
     replace = "X.masked_fill(~keep, -1e6)"
     by = "X.masked_fill(~keep, 0.0)"
+    message = "give the masked scores a very large negative number"
 
     [[AdditiveAttention]]
     name = "with_bias"
@@ -25,7 +26,9 @@ the stub's grade_id::
         ...
     ]
 
-The edits apply in order, each to the text the previous one left; each
+``message`` (optional) holds words that the visible test's first failure must
+show a student who makes this mistake: the hint that names it (a test checks
+it). The edits apply in order, each to the text the previous one left; each
 ``replace`` must occur exactly once in that text (make it longer, or include
 its line's comment, until it does). The text is exact, indentation and
 newlines included. The mutated cell must compile and must differ from the
@@ -64,6 +67,10 @@ KEYS = {
     "by": "what replaces `replace`",
     "edits": "a list of { replace = ..., by = ... } tables, applied in order, when there are several edits",
     "class": "the kind of mistake, one of CLASSES (optional): what the hidden test's Classes block counts",
+    "message": (
+        "words that the visible test's first failure must show for this mistake (optional): the hint that names it, "
+        "so that a student who makes it is told which mistake it is"
+    ),
 }
 
 #: The kinds of mistake a hidden test must separate (issue 26; ``../shared/STYLE.md``, lesson 15), and what each
@@ -88,7 +95,7 @@ VARIANT_KEYS = {
         "how it differs from the reference, and why it is still right, in a sentence or two" if k == "mistake" else v
     )
     for k, v in KEYS.items()
-    if k != "class"
+    if k not in ("class", "message")
 }
 EDIT_KEYS = ("replace", "by")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -118,6 +125,7 @@ class Mutant:
     path: Path | None = field(default=None, compare=False)  # the mutants file, for error messages
     kind: str = field(default="mutant", compare=False)  # "mutant" (must fail) or "variant" (must pass)
     klass: str | None = None  # one of CLASSES: the kind of mistake (the TOML key `class`)
+    message: str = ""  # what the visible test's first failure must show for this mistake ("" if nothing is asked)
 
     @property
     def label(self) -> str:
@@ -196,6 +204,9 @@ def _parse_mutant(grade_id: str, raw, index: int, path: Path, kind: str = "mutan
     if klass is not None and klass not in CLASSES:
         known = "\n".join(f"  {k}: {v}" for k, v in CLASSES.items())
         raise MutantError(f"{where}: class = {klass!r} is not one of the classes of mistake:\n{known}")
+    message = raw.get("message", "")
+    if not isinstance(message, str):
+        raise MutantError(f"{where}: message must be a string (words of the visible test's failure), not {message!r}")
     if not _NAME.fullmatch(raw["name"]):
         raise MutantError(f"{where}: name must be letters, digits and _ (it names tests and students)")
     single = [k for k in EDIT_KEYS if k in raw]
@@ -209,7 +220,7 @@ def _parse_mutant(grade_id: str, raw, index: int, path: Path, kind: str = "mutan
         edits = (_parse_edit({k: raw[k] for k in EDIT_KEYS}, where),)
     else:
         raise MutantError(f"{where}: say what to change, with replace and by (or edits, for several edits)")
-    return Mutant(grade_id, raw["name"], raw[says].strip(), edits, path, kind, klass)
+    return Mutant(grade_id, raw["name"], raw[says].strip(), edits, path, kind, klass, " ".join(message.split()))
 
 
 @functools.lru_cache(maxsize=16)

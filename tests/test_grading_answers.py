@@ -79,6 +79,12 @@ def test_mutant_fails_hidden_tests(slug, mutant):
     outcome = run.tests[f"test_{mutant.grade_id}"]
     assert outcome.hidden_ran
     assert not outcome.hidden_passed, f"{mutant.label} ({mutant.mistake}) passes the hidden tests"
+    if mutant.message:  # the visible test tells a student with this mistake which one it is
+        shown = " ".join((outcome.visible_error or "").split())
+        assert not outcome.visible_passed and mutant.message in shown, (
+            f"{mutant.label}: the visible test should say {mutant.message!r} to this mistake; it said:\n"
+            f"{outcome.visible_error or 'nothing (it passed)'}"
+        )
 
 
 @pytest.mark.parametrize("slug,variant", list(_variants()))

@@ -10,6 +10,7 @@ D2L's layout (:func:`translation_attention`), and the post-norm / pre-norm exper
 from __future__ import annotations
 
 import math
+import statistics
 import time
 
 import matplotlib.pyplot as plt
@@ -17,6 +18,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from qkv.costlab import one_thread
 from qkv.figures._draw import arrow, box, canvas
 from qkv.training import evaluating
 from qkv.transformer import TransformerDecoder
@@ -119,32 +121,47 @@ def decoding_cost(
     vocab_size: int = 200,
     src_len: int = 10,
     seed: int = 0,
+    repeats: int = 3,
 ) -> dict:
     """Time and count greedy decoding of ``num_steps`` tokens with and without the key/value cache (D2L 11.7).
 
     An untrained decoder of the translator's size decodes one sequence greedily, with its cache (one token per
     call), and again without it (the whole prefix from a fresh state, at every ``full_every``-th position, to
-    keep the figure to a few seconds). Returns a dict: ``positions`` (1 .. num_steps, the length of the prefix
-    including the new token) and ``ms_cached`` (milliseconds for that token with the cache); ``full_positions``
-    and ``ms_full`` (the same without it); and, at ``flop_positions`` (1, 2, 4, ...), the FLOPs of that token
-    counted by :class:`torch.utils.flop_counter.FlopCounterMode` (``flops_cached``, ``flops_full``).
+    keep the figure to a few seconds). Times are taken as the attention-cost lab takes them: on one thread, with
+    that thread's CPU clock (:func:`qkv.costlab.one_thread`, which a busy machine does not stretch), the median of
+    ``repeats`` runs, after one untimed run. Returns a dict: ``positions`` (1 .. num_steps, the length of the
+    prefix including the new token) and ``ms_cached`` (milliseconds for that token with the cache);
+    ``full_positions`` and ``ms_full`` (the same without it); and, at ``flop_positions`` (1, 2, 4, ...), the FLOPs
+    of that token counted by :class:`torch.utils.flop_counter.FlopCounterMode` (``flops_cached``, ``flops_full``).
     """
     torch.manual_seed(seed)
     decoder = TransformerDecoder(vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blks, 0.0).eval()
     enc_outputs = torch.randn(1, src_len, num_hiddens)  # (B, T_src, N)
-    tokens = [torch.zeros(1, 1, dtype=torch.long)]  # [(B, 1)]: <bos> stands as token 0
-    state, ms_cached = decoder.init_state(enc_outputs), []
-    for _ in range(num_steps):
-        start = time.perf_counter()
-        logits, state = decoder(tokens[-1], state)  # (B, 1, V): one new token
-        ms_cached.append(1000 * (time.perf_counter() - start))
-        tokens.append(logits.argmax(dim=-1))  # (B, 1)
-    sequence = torch.cat(tokens, dim=1)  # (B, num_steps + 1)
-    full_positions, ms_full = [1, *range(full_every, num_steps + 1, full_every)], []
-    for n in full_positions:
-        start = time.perf_counter()
-        decoder(sequence[:, :n], decoder.init_state(enc_outputs))  # (B, n, V): the whole prefix again
-        ms_full.append(1000 * (time.perf_counter() - start))
+
+    def decode(clock) -> tuple[list[torch.Tensor], list[float]]:
+        tokens = [torch.zeros(1, 1, dtype=torch.long)]  # [(B, 1)]: <bos> stands as token 0
+        state, ms = decoder.init_state(enc_outputs), []
+        for _ in range(num_steps):
+            start = clock()
+            logits, state = decoder(tokens[-1], state)  # (B, 1, V): one new token
+            ms.append(1000 * (clock() - start))
+            tokens.append(logits.argmax(dim=-1))  # (B, 1)
+        return tokens, ms
+
+    full_positions = [1, *range(full_every, num_steps + 1, full_every)]
+    with one_thread() as clock:
+        runs = [decode(clock) for _ in range(repeats + 1)][1:]  # the first run warms up
+        tokens = runs[0][0]
+        ms_cached = [statistics.median(times) for times in zip(*(ms for _, ms in runs))]
+        sequence = torch.cat(tokens, dim=1)  # (B, num_steps + 1)
+        ms_full = []
+        for n in full_positions:
+            times = []
+            for _ in range(repeats + 1):
+                start = clock()
+                decoder(sequence[:, :n], decoder.init_state(enc_outputs))  # (B, n, V): the whole prefix again
+                times.append(1000 * (clock() - start))
+            ms_full.append(statistics.median(times[1:]))
     flop_positions = [2**k for k in range(int(math.log2(num_steps)) + 1)]
     flops_cached, flops_full = [], []
     for n in flop_positions:
