@@ -379,3 +379,15 @@ def test_check_tensor_says_what_a_none_means():
         checks.check_shape(None, (2, 3), "output")
     message = str(err.value)
     assert "got:      None" in message and "without `return ...` gives None" in message
+
+
+def test_a_false_boolean_check_says_what_and_the_hint_without_expected_true_got_false():
+    with pytest.raises(checks.CheckFailed) as failed:
+        checks.check_true(False, "5 separate spans in every draw (got [3, 5])", hint="keep a token between them")
+    assert str(failed.value).splitlines() == [
+        "5 separate spans in every draw (got [3, 5])",
+        "  hint: keep a token between them",
+    ]
+    with pytest.raises(checks.CheckFailed) as failed:  # not a bool: what came back is worth showing
+        checks.check_true(torch.tensor(True), "a tensor is not True")
+    assert "expected: True" in str(failed.value) and "got:      tensor(True)" in str(failed.value)

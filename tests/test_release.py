@@ -11,6 +11,7 @@ import nbformat
 import pytest
 
 from autograder import assemble, release
+from autograder.release import venv_env
 from course import notebooks as nbs
 from course.section import sections
 from publish import colab
@@ -54,12 +55,12 @@ def test_source_holds_solutions_and_hidden_tests_and_release_does_not(released, 
         assert first in text and first not in released_text, f"{path.name} in source, not in release"
 
 
-def _validate(path) -> str:
+def _validate(path, env=None) -> str:
     """``nbgrader validate PATH`` as a student runs it, from the notebook's folder; returns what it printed."""
     result = subprocess.run(
         [release.nbgrader_bin(), "validate", path.name],
         cwd=path.parent,
-        env=release.venv_env(),
+        env=env or release.venv_env(),
         capture_output=True,
         text=True,
         timeout=600,
@@ -78,7 +79,11 @@ def test_nbgrader_validate_passes_a_finished_notebook_and_names_what_is_left(tmp
     for name, nb in (("finished", solved), ("colab", on_colab), ("released", nbformat.read(release, as_version=4))):
         nbformat.write(nb, str(tmp_path / f"{name}.ipynb"))
     assert "Success! Your notebook passes all the tests." in _validate(tmp_path / "finished.ipynb")
-    assert "Success! Your notebook passes all the tests." in _validate(tmp_path / "colab.ipynb")
+    # With the students' configuration (make lab, Binder, a hub), nothing in the output looks like a problem.
+    student_env = {**venv_env(), "JUPYTER_CONFIG_PATH": str(nbs.ROOT / "student" / "jupyter")}
+    said = _validate(tmp_path / "colab.ipynb", student_env)
+    assert "Success! Your notebook passes all the tests." in said
+    assert "No nbgrader_config.py" not in said and "without encryption" not in said, said
     said = _validate(tmp_path / "released.ipynb")
     # Every test cell fails on its stub, and every written answer is empty: counted from the release itself.
     released = nbformat.read(release, as_version=4)

@@ -144,13 +144,15 @@ def _wrap(text, first: str = "", rest: str = "") -> list[str]:
 
 
 def message(what: str, expected, got, hint: str | None = None, where: str | None = None) -> str:
-    """The text of a failed check: ``what`` on the first line, then ``where`` (optional), ``expected``, ``got``
-    and ``hint``, each label indented by two spaces and each line wrapped to :data:`WIDTH` characters."""
+    """The text of a failed check: ``what`` on the first line, then ``where`` (optional), ``expected`` and ``got``
+    (left out when both are None) and ``hint``, each label indented by two spaces and each line wrapped to
+    :data:`WIDTH` characters."""
     lines = _wrap(what, rest="  ")
     if where:
         lines += _wrap(where, "  where:    ", " " * 12)
-    lines += _wrap(expected, "  expected: ", " " * 12)
-    lines += _wrap(got, "  got:      ", " " * 12)
+    if expected is not None or got is not None:
+        lines += _wrap(expected, "  expected: ", " " * 12)
+        lines += _wrap(got, "  got:      ", " " * 12)
     if hint:
         lines += _wrap(hint, "  hint: ", " " * 8)
     return "\n".join(lines)
@@ -562,7 +564,10 @@ def check_scalar(got, expected: float, name: str = "result", atol: float = 1e-6,
 
 
 def check_true(condition: bool, what: str, hint: str | None = None) -> None:
-    """A plain boolean check with a readable message (``condition`` must be exactly True)."""
+    """A plain boolean check with a readable message (``condition`` must be exactly True). When it is False, the
+    message is ``what`` and the hint (an "expected: True, got: False" would add nothing); anything else is shown."""
+    if condition is False:
+        raise CheckFailed(message(what, None, None, hint))
     if condition is not True:
         _fail(what, True, condition, hint)
 

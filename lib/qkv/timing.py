@@ -88,12 +88,9 @@ def benchmark(
 ) -> Timing:
     """Time ``fn(*args)``: ``warmup`` untimed calls, then ``repeats`` timed ones (D2L 11.6.2, exercise).
 
-    GPU kernels run asynchronously: a call returns once its work is queued, so
-    reading the clock right after it measures the launch, not the work. Hence
-    each repeat is ``synchronize(); t0 = clock(); fn(*args); synchronize();
-    t1 = clock()``: the first wait drains earlier work (including the
-    warm-ups), the second waits for this call's. Warm-up calls pay one-off
-    costs (memory allocation, kernel selection, caches) outside the timing.
+    The course's timer, the one the attention-cost lab has students write (its exercise ``time_fn``, where the
+    page explains why a GPU needs it): no clock is read while the device still has work queued, and the warm-up
+    calls pay one-off costs (memory allocation, kernel selection, caches) outside the timing.
 
     Args:
         fn, args: the function and its positional arguments.
