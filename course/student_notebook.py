@@ -15,6 +15,7 @@ checksum, exactly as they do in the release.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import nbformat
 
@@ -24,9 +25,16 @@ from course.section import Section
 
 def student_notebook(section: Section) -> nbformat.NotebookNode:
     """``section``'s notebook as a student gets it from every door (see the module docstring)."""
+    return page_notebook(section.path)
+
+
+def page_notebook(path: Path) -> nbformat.NotebookNode:
+    """The notebook of the book's page ``path`` (a MyST text notebook) as every door gives it: a section's is
+    :func:`student_notebook`; a page without exercises (the chapter at a glance) is built the same way, and
+    nbgrader's preprocessors leave it as it is."""
     from nbgrader.preprocessors import CheckCellMetadata, ComputeChecksums, LockCells
 
-    nb = nbs.read(section.path)
+    nb = nbs.read(path)
     nb.metadata.pop("jupytext", None)
     nb.metadata["language_info"] = nbs.language_info()
     seen: dict[str, int] = {}

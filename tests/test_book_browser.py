@@ -344,6 +344,10 @@ def test_download_and_launch_buttons(reader, pages, name):
         assert colab_links == [f"{expected['colab_url']}/github{path}/blob/{colab_branch}/{name}.ipynb"], (
             f"{name}: the Colab button opens {colab_links}"
         )
+        # Binder and the hub open the same notebook in the public repository (notebooks/), not the .md.
+        for key in ("binderhub_url", "jupyterhub_url"):
+            links = [u for u in info["launches"] if u.startswith(expected[key].rstrip("/"))]
+            assert links and all(f"notebooks/{name}.ipynb" in u for u in links), f"{name}: {key} opens {links}"
 
 
 # --- screenshots ---------------------------------------------------------------------------------------------------

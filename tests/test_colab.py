@@ -43,12 +43,24 @@ def written(tmp_path_factory):
     return out, colab.write(out)
 
 
-def test_one_colab_notebook_per_section_with_the_books_cells_after_the_install_cell(written):
+def test_one_colab_notebook_per_notebook_page_with_the_books_cells_after_the_install_cell(written):
+    """Every page with a Colab button has its notebook (the chapter at a glance too, whose button opened nothing),
+    and a section's is the student's notebook of every door after the install cell."""
     out, paths = written
-    sections = all_sections()
-    assert [p.relative_to(out).as_posix() for p in paths] == [f"book/{s.slug}.ipynb" for s in sections]
-    for section, path in zip(sections, paths, strict=True):
+    pages = [name for name in nbs.toc_files() if nbs.is_notebook_source(nbs.ROOT / f"{name}.md")]
+    assert [p.relative_to(out).with_suffix("").as_posix() for p in paths] == pages
+    assert "book/chapter-at-a-glance" in pages and "book/intro" not in pages
+    by_name = {f"book/{s.slug}": s for s in all_sections()}
+    for name, path in zip(pages, paths, strict=True):
         nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+        assert nb.cells[0].id == colab.COLAB_CELL_ID and nb.metadata["colab"]["name"] == path.name
+        section = by_name.get(name)
+        if section is None:  # a page without exercises: its cells, without outputs
+            book = nbs.read(nbs.ROOT / f"{name}.md")
+            assert [(c.cell_type, c.source) for c in nb.cells[1:]] == [(c.cell_type, c.source) for c in book.cells]
+            assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+            continue
         nbformat.validate(nb)
         book = nbs.read(section.path)
         assert nb.cells[0].id == colab.COLAB_CELL_ID and nb.cells[0].cell_type == "code"
@@ -74,3 +86,14 @@ def test_the_install_cell_installs_qkv_on_colab_only(written, monkeypatch):
     monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
     exec(compile(source, "install", "exec"), {"get_ipython": lambda: shell})
     assert calls == [("pip", f"install -q 'qkv @ git+{url}@{branch}'")]
+
+
+def test_binder_and_jupyterhub_open_the_pages_notebook_in_the_public_repository():
+    ext = _launch_extension()
+    binder = "https://mybinder.org/v2/gh/org/repo/main?urlpath=lab/tree/book/x.md"
+    assert (
+        ext.notebook_url(binder) == "https://mybinder.org/v2/gh/org/repo/main?urlpath=lab/tree/notebooks/book/x.ipynb"
+    )
+    hub = "https://hub.edu/hub/user-redirect/git-pull?repo=https%3A//github.com/org/repo&urlpath=lab/tree/repo/book/y.md&branch=main"
+    assert ext.notebook_url(hub) == hub.replace("repo/book/y.md&", "repo/notebooks/book/y.ipynb&")
+    assert ext.notebook_url("https://example.org/other.md") == "https://example.org/other.md"  # no urlpath: left
