@@ -777,7 +777,7 @@ def test_vit_summary_and_comparison_with_the_cnn_follow_the_three_seed_run():
     vit_mean, cnn_mean = (sum(r["acc"] for r in runs) / 3 for runs in (vit, cnn))
     said = number_after(text, r"ends ahead: by ([\d.]+) points on average over three seeds", "the CNN's lead")
     assert f"{100 * (cnn_mean - vit_mean):.1f}" == f"{said:.1f}"
-    assert f"({cnn_mean:.4f} against {vit_mean:.4f} in `benchmarks/results/vit_cpu.md`)" in text
+    assert f"({cnn_mean:.4f} against {vit_mean:.4f} in [`benchmarks/results/vit_cpu.md`](" in text
     d2l = number_after(text, r"training plot ends at about ([\d.]+)", "D2L's accuracy")
     assert min(r["acc"] for r in vit + cnn) > d2l, "a measured seed does not beat D2L's accuracy"
     from qkv.recipes import vit as recipes

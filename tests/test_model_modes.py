@@ -269,6 +269,7 @@ REGISTRY = {
     "qkv.training:Trainer.evaluate": Evaluates(_classifier, lambda m: _trainer().evaluate(m, _classes())),
     "qkv.training:Trainer.fit": Trains(_classifier, lambda m: _trainer().fit(m, _Loaders(_classes()))),
     "qkv.training:Trainer.fit_epoch": Trains(_classifier, lambda m: _trainer().fit(m, _Loaders(_classes()))),
+    "qkv.training:Trainer._fit_epochs": Trains(_classifier, lambda m: _trainer().fit(m, _Loaders(_classes()))),
     "qkv.recipes.vit:RecipeTrainer.evaluate": Evaluates(_small_vit, _recipe_evaluate),
     "qkv.recipes.vit:ViTRecipe.build": Builds(lambda: [_recipe().build(), vit_recipe.CNN_RECIPE.build()], "train"),
     # generating, decoding, evaluating

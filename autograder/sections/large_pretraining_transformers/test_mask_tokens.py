@@ -9,7 +9,7 @@
 #   "a random id drawn uniformly from [num_special, vocab_size)" -> ids in range, 35 of 45 reached
 #   "with probability 0.1," -> share replaced (1 in 45 is the original)
 #   "and stays as it is otherwise." -> share unchanged
-#   "Draw every random number with `generator` (CPU)." -> the same generator state gives the same result
+#   "Draw every random number with `generator` (CPU), in the order you like" -> same generator state, same result
 #   "(tokens itself is left unchanged)" -> tokens after the call
 #   "labels the original token where chosen and IGNORE_INDEX (-100) elsewhere." -> labels; long dtypes
 #   "the grader refuses an answer that calls the course's own version of it" -> qkv.corruption.mask_tokens not called
