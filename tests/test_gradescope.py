@@ -247,8 +247,10 @@ def class_notebooks(template) -> dict[str, nbformat.NotebookNode]:
         "unanswered": nbformat.read(release_path, as_version=4),
         "wrong": wrong,
         "tampered": tampered_notebook(solved),
-        # Another door (issue 37): the Colab notebook, answered and saved back in Colab's own format.
+        # The other doors (issue 37) whose notebooks differ most from the release: the Colab notebook answered and
+        # saved back in Colab's own format, and a jupytext conversion of the page (no checksums, random cell ids).
         "colab_saved": doors.solved("colab_saved", section(SLUG), release_path),
+        "jupytext": doors.solved("jupytext", section(SLUG), release_path),
     }
 
 
@@ -339,7 +341,7 @@ def test_run_autograder_scores_each_notebook_as_make_grade_does(autograder_root,
             assert "Exercise 1 (attention_pooling) is not written yet" in feedback["test_attention_pooling"]
         if student == "tampered":
             assert data["score"] == 0 and "test_sharp_similarity (source changed)" in data["output"]
-        if student in ("solved", "colab_saved"):
+        if student in ("solved", "colab_saved", "jupytext"):
             assert data["score"] == 8.0 and "2 written answer(s) wait for a person" in data["output"], student
             assert data["extra_data"]["reason"] == "", student
     print("\nrun_autograder seconds per submission:", {k: round(v, 1) for k, v in times.items()})

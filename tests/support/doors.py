@@ -101,3 +101,54 @@ def edited(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     test = next(c for c in out.cells if nbs.role(c) == "test")
     test.source = "pass"
     return out
+
+
+def grade_every_door(out: Path, slugs=None, jobs: int = 2) -> list[dict]:
+    """Grade, with ``make grade``'s command, a correct notebook of each section (``slugs``: every section) from every
+    door, in a course built for them under ``out``; return the rows of ``grades.csv``."""
+    import csv
+    import shutil
+
+    from autograder.grading import cli
+    from course.section import sections
+
+    chosen = [s for s in sections() if slugs is None or s.slug in slugs]
+    course_dir, class_dir = out / "course", out / "class"
+    shutil.copytree(corpus.course_template(tuple(s.slug for s in chosen)), course_dir)
+    for section in chosen:
+        path = course_dir / "release" / section.assignment / f"{section.slug}.ipynb"
+        for door in DOORS:
+            folder = class_dir / door / section.assignment
+            folder.mkdir(parents=True, exist_ok=True)
+            nbformat.write(solved(door, section, path), str(folder / f"{section.slug}.ipynb"))
+    args = [str(class_dir), "--course", str(course_dir), "--jobs", str(jobs), "--out", str(out / "out")]
+    if cli.main([*args, "--quiet", "--no-feedback", "--no-similarity"]) != 0:
+        raise SystemExit("make grade's command failed; see above")
+    with open(out / "out" / "grades.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def main(argv=None) -> None:
+    """``python -m tests.support.doors [OUT]``: the doors table of issue 37 for every section, as markdown."""
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    out = Path(argv[0] if argv else tempfile.mkdtemp(prefix="doors-"))
+    rows = grade_every_door(out)
+    by = {(r["assignment"], r["student"]): r for r in rows}
+    print("| section | " + " | ".join(DOORS) + " |")
+    print("|---|" + "---:|" * len(DOORS))
+    for slug in dict.fromkeys(r["assignment"] for r in rows):
+        release = nbformat.read(out / "course" / "release" / slug / f"{slug}.ipynb", as_version=4)
+        auto = sum(corpus.points_of_tests(release).values())  # the written answers wait for a person
+        cells = []
+        for door in DOORS:
+            r = by[slug, door]
+            full = r["status"] == "graded" and not r["reason"] and float(r["score"]) == auto
+            verdict = "full marks" if full else f"{r['status']}: {r['reason']}"
+            cells.append(f"{float(r['score']):g}/{auto:g} {verdict}")
+        print(f"| {slug} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
