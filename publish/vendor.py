@@ -10,6 +10,7 @@ components it may load on demand.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import tarfile
@@ -37,11 +38,24 @@ def _sha256(path: Path) -> str:
 
 
 def mathjax_dir() -> Path:
-    """The unpacked MathJax ``es5`` folder, fetching it on first use."""
+    """The unpacked MathJax ``es5`` folder, fetching it on first use.
+
+    Safe to call from several processes at once (two test workers, a test and ``make book``): the first fetches
+    and unpacks under a lock, into a private folder that it renames into place; the others wait, then find it."""
+    from filelock import FileLock
+
     dest = VENDOR / f"mathjax-{MATHJAX_VERSION}"
     if (dest / "tex-chtml-full.js").exists():
         return dest
     VENDOR.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(VENDOR / f".mathjax-{MATHJAX_VERSION}.lock")):
+        if not (dest / "tex-chtml-full.js").exists():
+            _unpack(_fetched(), dest)
+    return dest
+
+
+def _fetched() -> Path:
+    """The pinned MathJax tarball under ``VENDOR``, fetched with npm unless a good copy is there (under the lock)."""
     tgz = VENDOR / f"mathjax-{MATHJAX_VERSION}.tgz"
     if not tgz.exists() or _sha256(tgz) != MATHJAX_SHA256:
         npm = shutil.which("npm")
@@ -50,13 +64,13 @@ def mathjax_dir() -> Path:
                 "[book] MathJax is needed to build the book and npm was not found. Install Node.js and npm "
                 f"(Debian: apt-get install npm), or put mathjax-{MATHJAX_VERSION}.tgz from the npm registry at {tgz}."
             )
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory(dir=VENDOR) as tmp:
             subprocess.run(
                 [npm, "pack", f"mathjax@{MATHJAX_VERSION}", "--pack-destination", tmp, "--silent"],
                 check=True,
                 stdout=subprocess.DEVNULL,
             )
-            shutil.move(str(Path(tmp) / f"mathjax-{MATHJAX_VERSION}.tgz"), tgz)
+            os.replace(Path(tmp) / f"mathjax-{MATHJAX_VERSION}.tgz", tgz)
     digest = _sha256(tgz)
     if digest != MATHJAX_SHA256:
         tgz.unlink()
@@ -64,13 +78,21 @@ def mathjax_dir() -> Path:
             f"[book] {tgz.name}: SHA-256 {digest} is not the pinned {MATHJAX_SHA256}; deleted it, "
             "run the build again to fetch it anew"
         )
-    tmp_dest = dest.with_suffix(".partial")
-    shutil.rmtree(tmp_dest, ignore_errors=True)
-    with tarfile.open(tgz) as tar:
-        for member in tar.getmembers():
-            name = member.name.removeprefix("package/")
-            if member.isfile() and name.startswith(KEEP):
-                member.name = name.removeprefix("es5/")
-                tar.extract(member, tmp_dest, filter="data")
-    tmp_dest.rename(dest)
-    return dest
+    return tgz
+
+
+def _unpack(tgz: Path, dest: Path) -> None:
+    """The files of :data:`KEEP` from ``tgz`` into ``dest``, through a private folder renamed into place."""
+    shutil.rmtree(dest, ignore_errors=True)  # a folder left without its main file by an older, interrupted run
+    partial = Path(tempfile.mkdtemp(dir=VENDOR, prefix=f".{dest.name}.", suffix=".partial"))
+    try:
+        with tarfile.open(tgz) as tar:
+            for member in tar.getmembers():
+                name = member.name.removeprefix("package/")
+                if member.isfile() and name.startswith(KEEP):
+                    member.name = name.removeprefix("es5/")
+                    tar.extract(member, partial, filter="data")
+        partial.chmod(0o755)  # mkdtemp makes it private; the book's readers are other users too
+        partial.rename(dest)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)

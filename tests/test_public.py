@@ -39,6 +39,7 @@ TOP_LEVEL = {
     "README.md",
     "_config.yml",
     "_toc.yml",
+    "benchmarks",
     "book",
     "constraints.txt",
     "course",
@@ -53,11 +54,19 @@ TOP_LEVEL = {
 }
 CODE = {
     ".ci": {"system-deps.sh"},
-    "course": {"__init__.py", "notebooks.py", "section.py"},
+    "course": {"__init__.py", "notebooks.py", "section.py", "student_notebook.py"},
+    "benchmarks": {
+        "results/mt_cpu.md",
+        "results/lm_cpu.md",
+        "results/vit_cpu.md",
+        "results/attention_cost_cpu.csv",
+        "results/attention_cost_cpu.png",
+    },
     "publish": {"build_book.py", "colab.py", "execute.py", "poster.py", "vendor.py"},
     "student": {
         "README.md",
         "jupyter/jupyter_server_config.json",
+        "jupyter/nbgrader_config.py",
         "jupyter/labconfig/default_setting_overrides.json",
         "jupyter/labconfig/page_config.json",
         "exchange/jupyter_server_config.json",
