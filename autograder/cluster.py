@@ -25,8 +25,8 @@ back for it, once:
 * a run past its deadline: the worker's sandbox ends it at the same wall-clock deadline as a local run (and
   its backstop kills the sandbox if the child does not stop), so the result is the same ``timeout``.
 
-A coordinator that is interrupted loses nothing either: :class:`autograder.grade.Journal` records each finished
-submission, and the same command finishes the class.
+A coordinator that is interrupted loses nothing either: :class:`autograder.grading.journal.Journal` records each
+finished submission, and the same command finishes the class.
 """
 
 from __future__ import annotations

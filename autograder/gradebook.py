@@ -1,6 +1,6 @@
 """What nbgrader's gradebook records for one graded notebook: scores, lateness, and what failed.
 
-Used by :mod:`autograder.grade` after a sandbox has run a submission. nbgrader's own
+Used by :mod:`autograder.grading.results` after a sandbox has run a submission. nbgrader's own
 preprocessors write the scores (``SaveAutoGrades``: ``determine_grade`` per grade
 cell) and the late penalty (``AssignLatePenalties``); this module calls them and reads
 back what the gradebook then holds, keeping a score a grader gave in the formgrader.

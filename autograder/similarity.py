@@ -279,7 +279,7 @@ def answer_cells(nb: dict):
 
 
 def find(course, results, threshold: float = THRESHOLD, common: int = COMMON) -> list[Pair]:
-    """The similar pairs of every exercise of the graded class ``results`` (of :func:`autograder.grading.grade`) in
+    """The similar pairs of every exercise of the graded class ``results`` (of :func:`autograder.grading.cli.grade`) in
     ``course`` (an :class:`autograder.nbcourse.Course`), by assignment, notebook and exercise.
 
     The answers are read from the autograded notebooks the grader wrote (the release with the student's answer

@@ -96,7 +96,7 @@ def role(cell) -> str:
     """The cell's role in the course (see the module docstring), decided by nbgrader's own predicates.
 
     For the course's trusted notebooks only (``book/``, the release). Untrusted submissions, whose
-    metadata may be malformed, are read defensively by :mod:`autograder.grade` instead.
+    metadata may be malformed, are read defensively by :mod:`autograder.grading.rebuild` instead.
     """
     if "nbgrader" not in cell.get("metadata", {}):
         return "plain"

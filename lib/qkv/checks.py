@@ -1,5 +1,4 @@
-"""Checks used by the notebooks' test cells: readable for students, and out of an answer's reach when graded
-(D2L 11.1-11.9).
+"""Checks used by the notebooks' test cells, with messages written for students (D2L 11.1-11.9).
 
 Every check fails with a :class:`CheckFailed` (a subclass of
 ``AssertionError``) whose message says what was checked, what was expected,
@@ -8,34 +7,15 @@ of a message is wider than :data:`WIDTH`, so ``nbgrader validate`` prints it
 whole. :func:`install`, called by each notebook's setup cell, makes IPython
 show such a failure as its message alone (no frames of this module), and an
 unanswered stub's ``NotImplementedError`` as a sentence naming the exercise.
-The checks do not trust the objects they are given:
 
-* a result must be exactly a ``torch.Tensor`` (not a subclass, not an object
-  whose ``==`` always answers True);
-* comparisons use the tensor functions captured when this module was first
-  imported, which the notebooks do in their first, locked cell, before any
-  student code runs; re-binding ``torch.allclose`` or ``torch.Tensor.__eq__``
-  afterwards changes nothing here;
-* :func:`forbid_reference` poisons a ``qkv`` component while a student's
-  function runs, so an answer that only calls the reference fails.
-
-What holds against a dishonest answer, and what does not. The student's code
-and the checks share one Python process, and code in a process can always be
-made to lie about itself: in the notebook an answer can rebind any function
-here (``checks.check_close = lambda *a, **k: None``) and the *visible* tests,
-which use the notebook's ``checks``, then pass. They decide no grade on their
-own. The grader (``autograder.runner.Guard``, in the sandbox) records this
-module, ``trusted``, its functions' code, defaults and closures, ``builtins``,
-``sys.modules`` and the modules and classes the tests use before any student
-code runs; it runs each test's *hidden* part in a namespace of its own, whose
-``checks`` is this module as recorded, and compares the record before and
-after it. A change (made directly, through ``sys.modules``, ``builtins``,
-``gc`` or the notebook's name ``checks``) makes the notebook ``tampered``: it
-scores zero, with the change named. Out of reach of that comparison: a change
-made and undone between two of its checkpoints, writes to memory through
-``ctypes``, and rewriting the grader's own record; the report flags the lines
-that try such things for a person (``autograder/scan.py``). README.md,
-"What grading promises", says it in full.
+The checks do not trust the objects they are given: a result must be exactly
+a ``torch.Tensor`` (not a subclass, not an object whose ``==`` always answers
+True); comparisons use the tensor functions captured when this module was
+first imported, in the notebook's first, locked cell (:data:`trusted`); and
+:func:`forbid_reference` makes a ``qkv`` component refuse to run while a
+student's function runs, so an answer that only calls the reference fails.
+The visible tests help a student find a mistake; the grade comes from the
+course's hidden tests, which the grader runs apart from the student's code.
 """
 
 from __future__ import annotations
