@@ -56,7 +56,7 @@ def course_files(root: Path = ROOT) -> list[Path]:
     """What the course version hashes: the code that runs inside the sandbox (the ``sandboxed`` package, the
     sandbox itself, this module) and the ``qkv`` package the notebooks import (its Python files)."""
     grader = sorted((root / "autograder" / "sandboxed").glob("*.py"))
-    grader += [root / "autograder" / name for name in ("sandbox.py", "cluster.py")]
+    grader += sorted((root / "autograder" / "sandbox").glob("*.py")) + [root / "autograder" / "cluster.py"]
     qkv = sorted((root / "lib" / "qkv").rglob("*.py"))
     return [p for p in grader + qkv if p.is_file()]
 
