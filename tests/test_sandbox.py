@@ -780,7 +780,7 @@ def test_without_bubblewrap_only_root_may_grade(monkeypatch):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the mode without bubblewrap runs as root")
 def test_without_bubblewrap_a_course_the_sandboxs_user_could_read_is_refused(monkeypatch):
-    monkeypatch.setattr(sb.paths, "private_paths", lambda: [])  # this checkout's own private parts: another test's matter
+    monkeypatch.setattr(sb.paths, "private_paths", lambda: [])  # this checkout's private parts: another test's
     top = Path(tempfile.mkdtemp(prefix="qkv-unwrapped-"))  # in /tmp, open to all, as a course folder may be
     try:
         os.chmod(top, 0o755)
