@@ -548,12 +548,12 @@ def test_cli_writes_grades_csv_report_and_feedback(graded_class):
             "assignment": SLUG,
             "notebook": SLUG,
             "exercise": "test_sharp_similarity",
-            "failure": "scores differs from the reference",
+            "failure": "the scores are never positive",  # the visible check that names this mistake
         }
     ]
     html = (root / "out" / "report.html").read_text()
     assert "<td>test_sharp_similarity</td><td>67%</td>" in html and "partly" in html
-    assert "<td>test_sharp_similarity</td><td>1</td><td>scores differs from the reference <b>(1)</b></td>" in html
+    assert "<td>test_sharp_similarity</td><td>1</td><td>the scores are never positive <b>(1)</b></td>" in html
     assert (root / "out" / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     hidden_headers = [  # each hidden test starts with a comment line "# Hidden: ..."
         html_escape(p.read_text().splitlines()[0]) for p in section(SLUG).hidden_tests().values()
@@ -563,7 +563,7 @@ def test_cli_writes_grades_csv_report_and_feedback(graded_class):
         assert "Score" in feedback
         leaked = [h for h in hidden_headers if h in feedback]
         assert not leaked, f"{student}'s feedback shows hidden test code: {leaked}"
-    assert "scores differs from the reference" in feedback  # partly's failed check, message and all
+    assert "the scores are never positive" in feedback  # partly's failed check, message and all
 
 
 @needs_bwrap

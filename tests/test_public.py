@@ -134,7 +134,9 @@ def test_the_tree_holds_exactly_the_allowlisted_and_generated_files(tree):
     for rel in copied:
         assert (out / rel).read_bytes() == (ROOT / rel).read_bytes(), f"{rel} is not the repository's file"
     notebooks = {f for f in files if f.startswith("notebooks/")}
-    assert notebooks == {"notebooks/README.md"} | {f"notebooks/book/{s.slug}.ipynb" for s in sections()}
+    pages = {p.relative_to(ROOT).with_suffix(".ipynb").as_posix() for p in colab.notebook_pages()}
+    assert notebooks == {"notebooks/README.md"} | {f"notebooks/{page}" for page in pages}
+    assert {f"book/{s.slug}.ipynb" for s in sections()} < pages  # the sections, and the chapter at a glance
     assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc") or ".egg-info" in f]
     assert (out / ".ci" / "system-deps.sh").stat().st_mode & 0o111, "the bootstrap script must stay executable"
     assert (out / "start").stat().st_mode & 0o111, "Binder runs start only when it is executable"
