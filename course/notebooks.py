@@ -33,6 +33,13 @@ TOC = ROOT / "_toc.yml"
 
 # A demo cell that calls the student's answers: not executed in the student edition of the book.
 USES_ANSWERS = "uses-answers"
+# A hidden cell that asserts what the prose claims (with ``remove-cell``): run whenever the book is built, left out of
+# the notebooks students get (course/student_notebook.py), which hold the course and not its quality checks.
+BOOK_CHECK = "book-check"
+
+
+def is_book_check(cell) -> bool:
+    return BOOK_CHECK in cell.get("metadata", {}).get("tags", [])
 
 
 def toc_files(toc: Path = TOC) -> list[str]:

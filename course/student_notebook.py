@@ -6,7 +6,8 @@ repository. :func:`student_notebook` builds it, and every door uses it (:mod:`pu
 :mod:`publish.build_book`; the release is checked against it by :mod:`autograder.release`), so that the grader sees
 the same cells and the same nbgrader metadata from every door.
 
-What it holds: the cells of ``book/<slug>.md`` without outputs, each with an id derived from its text (writing again
+What it holds: the cells of ``book/<slug>.md`` without outputs, less the book's hidden checks of its own prose
+(tagged ``book-check``: :data:`course.notebooks.BOOK_CHECK`), each with an id derived from its text (writing again
 changes only the cells that changed), and the nbgrader metadata that ``nbgrader generate_assignment`` writes into a
 release: nbgrader's own preprocessors lock the cells (``deletable``/``editable``) and compute each graded cell's
 checksum, exactly as they do in the release.
@@ -35,6 +36,7 @@ def page_notebook(path: Path) -> nbformat.NotebookNode:
     from nbgrader.preprocessors import CheckCellMetadata, ComputeChecksums, LockCells
 
     nb = nbs.read(path)
+    nb.cells = [cell for cell in nb.cells if not nbs.is_book_check(cell)]  # the book's checks of its own prose
     nb.metadata.pop("jupytext", None)
     nb.metadata["language_info"] = nbs.language_info()
     seen: dict[str, int] = {}

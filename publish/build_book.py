@@ -109,8 +109,9 @@ def default_out(edition: str) -> Path:
     A smoke run (``QKV_TRAIN_SMOKE``, set by the test suite: :mod:`qkv.trained`) shows models trained on a few
     batches. Its executed notebooks must never sit in the execution cache that ``make book`` reuses, or the real
     book would show them."""
-    smoke = os.environ.get("QKV_TRAIN_SMOKE", "").strip() not in ("", "0")
-    return ROOT / "_build" / ("smoke" if smoke else "") / edition
+    from qkv.trained import smoke_batches  # the one reader of the setting
+
+    return ROOT / "_build" / ("smoke" if smoke_batches() else "") / edition
 
 
 def build(

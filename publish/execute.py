@@ -153,7 +153,9 @@ def pretrain(pages: list[str], env: dict, slots: int | None = None) -> dict[str,
     with ``QKV_BOOK_PRETRAIN=0``, or with fewer than two slots: on 2 cores a model trained on one thread takes about
     twice as long as on two (the ViT 247 s against about 120, benchmarks/results/book_build.md), so two side by side
     gain nothing over the pages training them one after another."""
-    smoke = os.environ.get("QKV_TRAIN_SMOKE", "").strip() not in ("", "0")
+    from qkv.trained import smoke_batches  # the one reader of the setting
+
+    smoke = smoke_batches() > 0
     slots = slots or (os.cpu_count() or 1) // 2
     todo = recipes_for(pages)
     if smoke or env.get(PRETRAIN_ENV, os.environ.get(PRETRAIN_ENV, "1")).strip() == "0" or slots < 2 or not todo:

@@ -10,7 +10,6 @@ that a warm rebuild redraws nothing. Run alone: ``python -m publish.poster [OUT_
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 import time
 from pathlib import Path
@@ -72,7 +71,9 @@ def key(lang: str = "en") -> str:
     for path in sources:
         h.update(path.relative_to(ROOT).as_posix().encode())
         h.update(path.read_bytes())
-    h.update(f"{lang}|{os.environ.get('QKV_TRAIN_SMOKE', '')}".encode())
+    from qkv.trained import smoke_batches  # the one reader of the setting
+
+    h.update(f"{lang}|{smoke_batches()}".encode())
     return h.hexdigest()
 
 

@@ -99,6 +99,12 @@ class Fitted:
     machine: str = ""  # where and how it was trained: CPU count, torch threads, load average
     smoke: int = 0  # > 0: a smoke run (QKV_TRAIN_SMOKE): one epoch of at most this many batches, results meaningless
 
+    @property
+    def complete(self) -> bool:
+        """Whether the model was trained as its recipe says (not a shortened smoke run): what a page's claims about
+        a trained model are asserted on."""
+        return not self.smoke
+
 
 def trained_dir() -> Path:
     """Where trained weights live: ``$QKV_TRAINED_DIR``, else ``qkv.data.cache_dir() / "trained"``."""
