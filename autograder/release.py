@@ -7,7 +7,8 @@ markers); ``nbgrader generate_assignment`` then writes
 notebook cell for cell (``tests/test_release.py``).
 
 ``make release`` also makes sure the trained models that sections show are in the trained-weights cache
-(:data:`qkv.trained.WARM`): the grader binds that folder read-only into its sandbox and never trains, so that
+(each section's front matter's ``trains:``, :attr:`course.section.Section.trains`): the grader binds that
+folder read-only into its sandbox and never trains, so that
 every submission loads the weights in a second instead of training for a minute.
 """
 
@@ -86,17 +87,17 @@ def check_release(section, path: Path) -> None:
         )
 
 
-def warm_trained(recipes=None) -> list:
-    """Train (or load) every model in :data:`qkv.trained.WARM` (``"module:function"``), so that the grader,
-    which must not train, finds their weights; returns what each recipe returned."""
+def warm_trained(sections=None) -> list:
+    """Train (or load) the models of ``sections`` (default: every section), their front matter's ``trains:``
+    (``"module:function"``), so that the grader, which must not train, finds their weights; returns what each
+    recipe returned."""
     import importlib
 
-    from qkv import trained
-
     out = []
-    for recipe in recipes if recipes is not None else trained.WARM:
-        module, _, function = recipe.partition(":")
-        out.append(getattr(importlib.import_module(module), function)())
+    for section in sections or all_sections():
+        for recipe in section.trains:
+            module, _, function = recipe.partition(":")
+            out.append(getattr(importlib.import_module(module), function)())
     return out
 
 
@@ -104,7 +105,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="Generate the nbgrader course and release every section.")
     parser.add_argument("--course", type=Path, default=COURSE)
     parser.add_argument(
-        "--no-warm", action="store_true", help="do not train or load the models the sections show (qkv.trained.WARM)"
+        "--no-warm", action="store_true", help="do not train or load the models the sections show (their trains:)"
     )
     parser.add_argument(
         "--only",
@@ -123,7 +124,7 @@ def main(argv=None):
     for path in release(args.course, chosen):
         print(f"[release] {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     if not args.no_warm:
-        warm_trained()
+        warm_trained(chosen)
 
 
 if __name__ == "__main__":

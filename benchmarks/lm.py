@@ -55,7 +55,7 @@ def main(argv=None) -> int:
         os.environ["QKV_TRAINED_DIR"] = tmp.name
     torch.set_num_threads(args.threads)
     from qkv import lm
-    from qkv.trained import smoke_batches
+    from qkv.recipes.weights import smoke_batches
 
     if smoke_batches():
         print("QKV_TRAIN_SMOKE is set: unset it, a smoke run measures nothing", file=sys.stderr)

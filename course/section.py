@@ -19,6 +19,7 @@ mutants             ``autograder/sections/<module>/mutants.toml``    no
 variants            ``autograder/sections/<module>/variants.toml``   no
 rubrics             ``autograder/sections/<module>/rubric.toml``     no
 grading limits      the notebook's front matter, ``grading:``        yes
+trained models      the notebook's front matter, ``trains:``         yes
 ==================  ===============================================  =========
 
 Adding a section is adding files in this pattern and one ``_toc.yml`` line;
@@ -124,10 +125,27 @@ class Section:
         return nbs.read(self.path)
 
     @property
+    def trains(self) -> tuple[str, ...]:
+        """The recipes of the models the section's notebook shows, ``"module:function"`` each (callable without
+        arguments), from the front matter's ``trains:`` list: what ``make release`` trains before the grader (which
+        never trains) runs, what a cold ``make book`` trains before the pages, and what a Gradescope zip carries."""
+        return training_recipes(self.read().metadata)
+
+    @property
     def limits(self) -> dict:
         """What grading one submission may use, from the front matter's ``grading:`` block
         (``deadline_s``, ``memory_gib``); empty where the section keeps the grader's defaults."""
         return grading_limits(self.read().metadata)
+
+
+def training_recipes(metadata) -> tuple[str, ...]:
+    """The ``trains:`` list of a notebook's metadata, checked: ``"module:function"`` strings."""
+    recipes = metadata.get("trains") or []
+    if not isinstance(recipes, list) or not all(
+        isinstance(r, str) and r.count(":") == 1 and all(r.split(":")) for r in recipes
+    ):
+        raise ValueError(f"the front matter's trains: must be a list of 'module:function' strings, not {recipes!r}")
+    return tuple(recipes)
 
 
 #: The keys a notebook's ``grading:`` front matter may set, with what they mean.

@@ -38,6 +38,7 @@ def page_notebook(path: Path) -> nbformat.NotebookNode:
     nb = nbs.read(path)
     nb.cells = [cell for cell in nb.cells if not nbs.is_book_check(cell)]  # the book's checks of its own prose
     nb.metadata.pop("jupytext", None)
+    nb.metadata.pop("trains", None)  # the course's list of the models the page trains (course.section.Section.trains)
     nb.metadata["language_info"] = nbs.language_info()
     seen: dict[str, int] = {}
     for cell in nb.cells:

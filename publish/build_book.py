@@ -106,10 +106,10 @@ def _check_edition(edition: str, transform: Transform | None) -> None:
 def default_out(edition: str) -> Path:
     """Where ``edition`` is built: ``_build/<edition>``, or ``_build/smoke/<edition>`` in a smoke run.
 
-    A smoke run (``QKV_TRAIN_SMOKE``, set by the test suite: :mod:`qkv.trained`) shows models trained on a few
+    A smoke run (``QKV_TRAIN_SMOKE``, set by the test suite: :mod:`qkv.recipes.weights`) shows models trained on a few
     batches. Its executed notebooks must never sit in the execution cache that ``make book`` reuses, or the real
     book would show them."""
-    from qkv.trained import smoke_batches  # the one reader of the setting
+    from qkv.recipes.weights import smoke_batches  # the one reader of the setting
 
     return ROOT / "_build" / ("smoke" if smoke_batches() else "") / edition
 

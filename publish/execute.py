@@ -4,7 +4,8 @@ Jupyter Book runs the notebooks one after another. With ``QKV_BOOK_JOBS=N`` (:da
 runs them first, ``N`` at a time, each in a kernel of its own with its share of the cores, and puts each executed
 notebook into Jupyter Book's execution cache exactly as Jupyter Book would have (read by myst-nb's reader, hashed by
 jupyter-cache); Jupyter Book then finds them there ("Using cached notebook") and only renders. The models the
-notebooks train are cached under a lock (:mod:`qkv.trained`), so two notebooks that need one model train it once.
+notebooks train are cached under a lock (:mod:`qkv.recipes.weights`), so two notebooks that need one model train it
+once.
 
 The pages whose cells time code (:data:`ALONE`: the attention-cost lab) are left out: Jupyter Book runs them
 itself after, when nothing else runs, so their timings have the machine to themselves. A notebook that fails here
@@ -35,17 +36,21 @@ LONGEST_FIRST = ("book/vision-transformer", "book/large-pretraining-transformers
 #: notebook only slows the longest one down (measured: benchmarks/results/book_build.md). Machines with more cores
 #: gain from ``QKV_BOOK_JOBS=2`` or more.
 JOBS_ENV = "QKV_BOOK_JOBS"
-#: The models each page trains (``"module:function"``, callable without arguments; together :data:`qkv.trained.WARM`),
-#: longest first. A cold build trains those of the pages it must execute before it runs any page, side by side, one
-#: torch thread each (:func:`pretrain`); the pages then load them from the weight cache, whose lock makes a page that
-#: needs a model still training wait for it instead of training it twice.
-PRETRAIN = {
-    "book/vision-transformer": ("qkv.recipes.vit:train_fashion_mnist", "qkv.recipes.vit:train_cnn"),
-    "book/large-pretraining-transformers": ("qkv.lm:warm",),
-    "book/transformer": ("qkv.translate:train_transformer",),
-    "book/bahdanau-attention": ("qkv.translate:train_bahdanau",),
-    "book/multihead-attention": ("qkv.figures.multihead_attention:trained_offset_reader",),
-}
+
+
+def page_recipes() -> dict[str, tuple[str, ...]]:
+    """The models each page trains (``"module:function"``, callable without arguments; the front matter's
+    ``trains:``, :attr:`course.section.Section.trains`), the pages of :data:`LONGEST_FIRST` first. A cold build
+    trains those of the pages it must execute before it runs any page, side by side, one torch thread each
+    (:func:`pretrain`); the pages then load them from the weight cache, whose lock makes a page that needs a
+    model still training wait for it instead of training it twice."""
+    from course.section import sections
+
+    found = {f"book/{s.slug}": s.trains for s in sections() if s.trains}
+    first = [page for page in LONGEST_FIRST if page in found]
+    return {page: found[page] for page in first + [p for p in found if p not in first]}
+
+
 #: Set to 0 to leave the training to the pages themselves, one after another.
 PRETRAIN_ENV = "QKV_BOOK_PRETRAIN"
 
@@ -139,8 +144,9 @@ def prefill(src: Path, cache_dir: Path, pages: list[str], env: dict, jobs: int) 
 
 
 def recipes_for(pages: list[str]) -> list[str]:
-    """The recipes of :data:`PRETRAIN` that ``pages`` train, longest first (the ViT's and the 11.9 models' first)."""
-    order = [recipe for page in PRETRAIN for recipe in PRETRAIN[page] if page in pages]
+    """The recipes of :func:`page_recipes` that ``pages`` train, longest first (the ViT's and the 11.9 models')."""
+    recipes = page_recipes()
+    order = [recipe for page in recipes for recipe in recipes[page] if page in pages]
     longest = ("qkv.recipes.vit:train_fashion_mnist", "qkv.lm:warm", "qkv.recipes.vit:train_cnn")
     first = [r for r in longest if r in order]
     return first + [r for r in order if r not in first]
@@ -153,7 +159,7 @@ def pretrain(pages: list[str], env: dict, slots: int | None = None) -> dict[str,
     with ``QKV_BOOK_PRETRAIN=0``, or with fewer than two slots: on 2 cores a model trained on one thread takes about
     twice as long as on two (the ViT 247 s against about 120, benchmarks/results/book_build.md), so two side by side
     gain nothing over the pages training them one after another."""
-    from qkv.trained import smoke_batches  # the one reader of the setting
+    from qkv.recipes.weights import smoke_batches  # the one reader of the setting
 
     smoke = smoke_batches() > 0
     slots = slots or (os.cpu_count() or 1) // 2

@@ -3,8 +3,8 @@
 ``make book`` builds it (``publish.build_book`` calls :func:`build` before Jupyter Book runs) into the staged
 sources, ``book/_poster/``, where ``book/chapter-at-a-glance.md`` links it; Sphinx copies the files it links into the
 site. The panels are those of :mod:`qkv.figures.chapter`, drawn into the cells of a 3 x 4 grid. A stamp beside the
-files records a hash of what drew them (the ``qkv`` sources, this file, the smoke setting of :mod:`qkv.trained`), so
-that a warm rebuild redraws nothing. Run alone: ``python -m publish.poster [OUT_DIR]``.
+files records a hash of what drew them (the ``qkv`` sources, this file, the smoke setting of
+:mod:`qkv.recipes.weights`), so that a warm rebuild redraws nothing. Run alone: ``python -m publish.poster [OUT_DIR]``.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def key(lang: str = "en") -> str:
     for path in sources:
         h.update(path.relative_to(ROOT).as_posix().encode())
         h.update(path.read_bytes())
-    from qkv.trained import smoke_batches  # the one reader of the setting
+    from qkv.recipes.weights import smoke_batches  # the one reader of the setting
 
     h.update(f"{lang}|{smoke_batches()}".encode())
     return h.hexdigest()

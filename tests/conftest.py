@@ -4,7 +4,7 @@ The course's data live outside the repository (``../shared/data``, see its READM
 ``QKV_OFFLINE`` is set for the whole session, and ``QKV_DATA_DIR`` defaults to that folder so that a plain
 ``pytest`` finds the data as ``make test`` does (subprocesses, such as notebook kernels, inherit both).
 
-Models the book trains are trained as smoke runs (``QKV_TRAIN_SMOKE``, :mod:`qkv.trained`): one epoch of two
+Models the book trains are trained as smoke runs (``QKV_TRAIN_SMOKE``, :mod:`qkv.recipes.weights`): one epoch of two
 batches, so that the notebooks, the release and the test build of the book (under ``_build/smoke/``) run every cell
 without paying for full training. A test about a trained model's quality unsets it for that model.
 """

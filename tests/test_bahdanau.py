@@ -309,7 +309,7 @@ def test_learns_to_reverse_sequences():
 
 
 def test_train_d2l_trains_once_in_d2ls_setting_then_loads(tmp_path, monkeypatch, data_dir):
-    """D2L's setting (batch 128, clip 1, BahdanauConfig's defaults) through qkv.trained: one epoch here, to keep
+    """D2L's setting (batch 128, clip 1, BahdanauConfig's defaults) through qkv.recipes.weights: one epoch here, to keep
     the test short; the second call loads the same weights instead of training."""
     from qkv.data import MTFraEng
     from qkv.translate import train_bahdanau, train_d2l
@@ -318,7 +318,7 @@ def test_train_d2l_trains_once_in_d2ls_setting_then_loads(tmp_path, monkeypatch,
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     data = MTFraEng(128, data_dir=data_dir)
     first, same_data = train_d2l("bahdanau", BahdanauConfig(), data, epochs=1, progress=False, log=lambda m: None)
-    second, _ = train_bahdanau(data=data, epochs=1, progress=False, log=lambda m: None)  # the recipe of WARM
+    second, _ = train_bahdanau(data=data, epochs=1, progress=False, log=lambda m: None)  # the page's recipe
     assert same_data is data and first.trained and not second.trained
     key = first.key
     assert key["trainer"]["gradient_clip_val"] == 1.0 and key["trainer"]["max_epochs"] == 1

@@ -99,16 +99,17 @@ def test_one_notebook_at_a_time_unless_asked_and_the_cores_shared_out(monkeypatc
 
 
 def test_the_pretrained_recipes_are_the_models_the_sections_show_longest_first():
-    """A cold build trains before the pages run exactly what ``make release`` warms (qkv.trained.WARM), each recipe
-    under the page that shows it, the long ones first so that the short ones fill the other core."""
-    from qkv import trained
+    """A cold build trains before the pages run exactly what ``make release`` warms (the sections' ``trains:``), each
+    recipe under the page that shows it, the long ones first so that the short ones fill the other core."""
+    from course.section import sections
 
-    everything = execute.recipes_for(list(execute.PRETRAIN))
-    assert sorted(everything) == sorted(trained.WARM) and len(set(everything)) == len(everything)
+    everything = execute.recipes_for(list(execute.page_recipes()))
+    warmed = [recipe for section in sections() for recipe in section.trains]
+    assert sorted(everything) == sorted(warmed) and len(set(everything)) == len(everything) == 6
     assert everything[:3] == ["qkv.recipes.vit:train_fashion_mnist", "qkv.lm:warm", "qkv.recipes.vit:train_cnn"]
     assert execute.recipes_for(["book/transformer", "book/queries-keys-values"]) == ["qkv.translate:train_transformer"]
     assert execute.recipes_for([]) == []
-    for page in execute.PRETRAIN:
+    for page in execute.page_recipes():
         assert (nbs.ROOT / f"{page}.md").exists(), f"{page} is not a page of the book"
 
 
@@ -118,12 +119,12 @@ def test_pretraining_stays_out_of_smoke_runs_and_one_core(monkeypatch):
     started = []
     monkeypatch.setattr(execute.subprocess, "run", lambda *a, **k: started.append(a))
     monkeypatch.setenv("QKV_TRAIN_SMOKE", "2")
-    assert execute.pretrain(list(execute.PRETRAIN), {}, slots=2) == {}
+    assert execute.pretrain(list(execute.page_recipes()), {}, slots=2) == {}
     monkeypatch.delenv("QKV_TRAIN_SMOKE")
-    assert execute.pretrain(list(execute.PRETRAIN), {}, slots=1) == {}
-    assert execute.pretrain(list(execute.PRETRAIN), {execute.PRETRAIN_ENV: "0"}, slots=2) == {}
+    assert execute.pretrain(list(execute.page_recipes()), {}, slots=1) == {}
+    assert execute.pretrain(list(execute.page_recipes()), {execute.PRETRAIN_ENV: "0"}, slots=2) == {}
     monkeypatch.setattr(execute.os, "cpu_count", lambda: 2)  # one slot per two cores: none worth it on two
-    assert execute.pretrain(list(execute.PRETRAIN), {}) == {}
+    assert execute.pretrain(list(execute.page_recipes()), {}) == {}
     assert started == []
 
 
@@ -140,6 +141,8 @@ def test_pretraining_on_four_cores_runs_each_recipe_once_with_two_threads(monkey
     monkeypatch.setattr(execute.os, "cpu_count", lambda: 4)
     monkeypatch.setattr(execute.subprocess, "run", fake_run)
     done = execute.pretrain(["book/transformer", "book/vision-transformer"], {})
-    assert sorted(done) == sorted(["qkv.translate:train_transformer", *execute.PRETRAIN["book/vision-transformer"]])
+    assert sorted(done) == sorted(
+        ["qkv.translate:train_transformer", *execute.page_recipes()["book/vision-transformer"]]
+    )
     assert all(seconds is not None for seconds in done.values())
     assert len(seen) == 3 and {threads for _, threads in seen} == {"2"}

@@ -65,8 +65,8 @@ def test_training_is_seeded_and_learns_the_task(model):
 
 def test_training_repeats_and_is_cached_once(model, tmp_path, monkeypatch):
     """Two trainings in empty caches give the same weights as the book's model; the second call loads them; and a
-    grading run (NBGRADER_EXECUTION) with no cached weights refuses to train."""
-    from qkv.trained import NotCached
+    grading run (QKV_NO_TRAIN, as the grader's sandbox sets) with no cached weights refuses to train."""
+    from qkv.recipes.weights import NotCached
 
     data = figures.OffsetData(TASK)
     assert len(data.train_dataloader()) == TASK.steps and data.X.shape == (TASK.steps * TASK.batch_size, 10)
@@ -78,15 +78,15 @@ def test_training_repeats_and_is_cached_once(model, tmp_path, monkeypatch):
     for (name, a), b in zip(model.state_dict().items(), first.model.state_dict().values()):
         torch.testing.assert_close(a, b, rtol=0, atol=0, msg=f"{name} differs between two trainings")
     monkeypatch.setenv("QKV_TRAINED_DIR", str(tmp_path / "b"))
-    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    monkeypatch.setenv("QKV_NO_TRAIN", "1")
     with pytest.raises(NotCached):
         figures.fit_offset_reader(TASK)
 
 
 def test_the_model_is_warmed_before_grading():
-    from qkv import trained
+    from course.section import section
 
-    assert "qkv.figures.multihead_attention:trained_offset_reader" in trained.WARM
+    assert "qkv.figures.multihead_attention:trained_offset_reader" in section("multihead-attention").trains
 
 
 def test_head_weights_are_the_layers_weights_per_head(model):

@@ -3,8 +3,8 @@ processes ask at the same moment (two pytest workers, a test and ``make book``, 
 
 Each test starts several processes on an empty folder at once and checks that the artifact was made once, is
 whole, and left no temporary file behind: MathJax under ``_build/vendor`` (``publish/vendor.py``: two workers once
-raced on one ``.partial`` folder) and a model in the trained-weights cache (``qkv.trained``). The suite's own shared
-artifacts (the course of every section, the smoke book, the grading corpus) are made by ``tests/support/once.py``
+raced on one ``.partial`` folder) and a model in the trained-weights cache (``qkv.recipes.weights``). The suite's own
+shared artifacts (the course of every section, the smoke book, the grading corpus) are made by ``tests/support/once.py``
 and ``corpus.run_once``, under a file lock each.
 """
 
@@ -67,7 +67,7 @@ def test_mathjax_is_unpacked_once_whole_by_processes_that_ask_at_once(tmp_path):
 
 def test_a_model_is_trained_once_by_processes_that_ask_for_it_at_once(tmp_path):
     code = """
-        from tests.test_trained import _fit
+        from tests.test_recipes_weights import _fit
         fitted, log = _fit()
         print("trained" if fitted.trained else "loaded", fitted.path)
     """

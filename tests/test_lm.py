@@ -1,6 +1,6 @@
 """Tests for qkv.lm (D2L 11.9): the character data and its held-out split, the bigram model against counts made by
 hand, the GRU's parameter count against its closed form, the sampling distribution against Python floats, the
-power-law fit against exact data, and the recipes' caching through qkv.trained (smoke runs)."""
+power-law fit against exact data, and the recipes' caching through qkv.recipes.weights (smoke runs)."""
 
 import math
 

@@ -5,7 +5,7 @@ In training mode dropout is on; in eval mode it is off. A function that evaluate
 translation, attention weights, generated text) must run the model in eval mode whatever mode it is given, and give
 each part back the mode it had, also when it raises: a caller that evaluates between epochs goes on training with
 dropout, and one that shows a trained model goes on without. A function that loads cached weights returns the model in
-eval mode, as :func:`qkv.trained.fit_or_load` leaves a model it has just trained.
+eval mode, as :func:`qkv.recipes.weights.fit_or_load` leaves a model it has just trained.
 
 :data:`REGISTRY` holds every such function with the case that checks it. :func:`scan` reads every module of ``qkv``
 for functions that switch a mode or gradients (``.eval()``, ``.train(...)``, ``torch.no_grad``,
@@ -25,13 +25,14 @@ import pytest
 import torch
 from torch import nn
 
-from qkv import bahdanau, costlab, lm, trained, transformer, translate, vit
+from qkv import bahdanau, costlab, lm, transformer, translate, vit
 from qkv.data import FashionMNIST, MTFraEng
 from qkv.figures import multihead_attention as mh
 from qkv.figures import transformer as fig_transformer
 from qkv.pretraining import DecoderOnlyLM, GPTConfig
 from qkv.recipes import vit as vit_recipe
-from qkv.trained import Fitted
+from qkv.recipes import weights as trained
+from qkv.recipes.weights import Fitted
 from qkv.training import Trainer, evaluating
 from qkv.widgets import bahdanau_attention as w_bahdanau
 from qkv.widgets import large_pretraining_transformers as w_pretraining
@@ -310,7 +311,7 @@ REGISTRY = {
     ),
     "qkv.figures.multihead_attention:plot_head_weights": Delegates(("head_weights",)),
     # loading from the weight cache
-    "qkv.trained:fit_or_load": Loads(_fit_or_load_mixed),
+    "qkv.recipes.weights:fit_or_load": Loads(_fit_or_load_mixed),
     "qkv.translate:train_d2l": Loads(_train_d2l_one_epoch),
     "qkv.translate:train_bahdanau": Delegates(("train_d2l",)),
     "qkv.translate:train_transformer": Delegates(("train_d2l",)),

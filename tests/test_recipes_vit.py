@@ -295,7 +295,7 @@ def test_recipe_trainer_runs_a_subclass_that_overrides_forward_as_it_is():
 
 
 def test_train_fashion_mnist_trains_once_then_loads(tmp_path, monkeypatch):
-    """Through qkv.trained.fit_or_load (a smoke run under the test suite): the second call loads."""
+    """Through qkv.recipes.weights.fit_or_load (a smoke run under the test suite): the second call loads."""
     from qkv.data import FashionMNIST
 
     monkeypatch.setenv("QKV_TRAINED_DIR", str(tmp_path))

@@ -12,7 +12,7 @@ TESTS = Path(__file__).resolve().parent
 
 def test_the_tests_caches_live_under_build_never_in_the_users_home():
     from qkv.data import cache_dir
-    from qkv.trained import trained_dir
+    from qkv.recipes.weights import trained_dir
 
     build = conftest.REPO / "_build"
     assert build in cache_dir().resolve().parents, f"the data cache {cache_dir()} is outside {build}"

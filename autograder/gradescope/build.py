@@ -7,7 +7,7 @@ Each zip (its layout: :mod:`autograder.gradescope.layout`) holds Gradescope's ``
 the grading core's code (``autograder/`` without the hidden tests' sources, ``course/``, ``lib/qkv``), the
 section's nbgrader course as ``make release`` builds it (its gradebook holds the hidden tests; no source notebook,
 so no solution), the pins (``constraints.txt``) and what to install, and the trained weights and data files the
-section loads (found by running the section's training recipes, ``publish.execute.PRETRAIN``, which load them from
+section loads (found by running the section's training recipes, its front matter's ``trains:``, which load them from
 the cache or train them once here), so that grading on Gradescope never trains and never downloads.
 """
 
@@ -46,7 +46,7 @@ LEFT_OUT = ("autograder/sections",)
 RECORDER = """
 import importlib, json, sys
 import qkv.data._fetch as fetch
-import qkv.trained as trained
+import qkv.recipes.weights as trained
 seen = {"trained": [], "data": []}
 real_fitted, real_find = trained.Fitted, fetch._find
 def fitted(*args, **kwargs):
@@ -66,10 +66,10 @@ print("RECORDED " + json.dumps(seen))
 
 
 def recipes(slug: str) -> tuple[str, ...]:
-    """The training recipes whose models the section's notebook loads (``publish.execute.PRETRAIN``)."""
-    from publish.execute import PRETRAIN
+    """The training recipes whose models the section's notebook loads (its front matter's ``trains:``)."""
+    from course.section import section
 
-    return tuple(PRETRAIN.get(f"book/{slug}", ()))
+    return section(slug).trains
 
 
 def recorded(slug: str) -> dict:

@@ -8,7 +8,7 @@ the package ``autograder/sandboxed`` under Debian's ``bwrap`` with:
   further user namespaces;
 * a read-only root made only of what Python needs: ``/usr`` and its
   ``/lib*``, bits of ``/etc``, the interpreter's prefix and the venv, the
-  repository's ``lib/`` (for ``qkv``), the data folder and the folder of trained weights (``qkv.trained``,
+  repository's ``lib/`` (for ``qkv``), the data folder and the folder of trained weights (``qkv.recipes.weights``,
   which a section's notebook loads instead of training); nothing else of the
   repository (no ``_build/`` course, gradebook, ``solutions/``,
   ``autograder/sections``) and no submission exists in there;

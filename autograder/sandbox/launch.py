@@ -50,6 +50,7 @@ def sandbox_env(trained: str | None, scratch: str = "/tmp") -> dict[str, str]:
         "OPENBLAS_NUM_THREADS": "1",
         "QKV_OFFLINE": "1",
         "NBGRADER_EXECUTION": "autograde",
+        "QKV_NO_TRAIN": "1",  # the grader only loads trained weights (qkv.recipes.weights); make release trains them
     }
     if scratch != "/tmp":
         env["TMPDIR"] = f"{scratch}/tmp"  # tempfile's files in the scratch folder, not in the host's /tmp
@@ -57,7 +58,7 @@ def sandbox_env(trained: str | None, scratch: str = "/tmp") -> dict[str, str]:
         env["QKV_DATA_DIR"] = str(data_paths()[0])
     if trained:
         env["QKV_TRAINED_DIR"] = trained
-    if os.environ.get("QKV_TRAIN_SMOKE"):  # the test suite grades against its smoke-trained models (qkv.trained)
+    if os.environ.get("QKV_TRAIN_SMOKE"):  # the test suite grades against its smoke-trained models
         env["QKV_TRAIN_SMOKE"] = os.environ["QKV_TRAIN_SMOKE"]
     if qkv_folder() is not None:
         env["PYTHONPATH"] = str(qkv_folder())

@@ -81,7 +81,7 @@ lab   the cost of attention            :mod:`qkv.costlab`, :mod:`qkv.timing`
                                        :mod:`qkv.lm` (small language models)
 --    translating, BLEU                :mod:`qkv.translate`, :mod:`qkv.bleu`
 --    data, training, trained weights  :mod:`qkv.data`, :mod:`qkv.training`,
-                                       :mod:`qkv.trained`, :mod:`qkv.recipes`
+                                       :mod:`qkv.recipes.weights`, :mod:`qkv.recipes`
 --    the notebooks' tests, figures    :mod:`qkv.checks`, :mod:`qkv.figures`,
       and interactive explorers        :mod:`qkv.widgets`
 --    the one argument check           :mod:`qkv._validate` (positive_int)

@@ -8,7 +8,7 @@ text, and that its loss falls as a power law of its size. This module makes both
   non-overlapping windows, so that every held-out character is predicted exactly once;
 - three models of the same data: :class:`BigramLM` (counts of character pairs, add-one smoothing, no training),
   :class:`GRULM` (D2L 9's recurrent model) and :class:`qkv.pretraining.DecoderOnlyLM` (a small GPT);
-- recipes that train through :func:`qkv.trained.fit_or_load`, so every later run loads the weights:
+- recipes that train through :func:`qkv.recipes.weights.fit_or_load`, so every later run loads the weights:
   :func:`train_gpt`, :func:`train_gru` (a GRU with about the GPT's parameter count, trained for about the same
   CPU seconds) and :func:`scaling_study` (five GPT sizes, one training budget in tokens);
 - :func:`perplexity` on the held-out windows, :func:`fit_power_law` for the scaling fit, and
@@ -235,7 +235,7 @@ def _trainer(epochs, seed, progress):
 
 
 def _gpt(data, config: dict, epochs: int, name: str, seed: int, progress: bool | None, log):
-    from qkv.trained import fit_or_load
+    from qkv.recipes.weights import fit_or_load
 
     cfg = GPTConfig(vocab_size=len(data.vocab), **config)
     return fit_or_load(
@@ -252,7 +252,7 @@ def _gpt(data, config: dict, epochs: int, name: str, seed: int, progress: bool |
 def train_gpt(data=None, *, seed: int = 0, progress: bool | None = None, log=print):
     """The section's character GPT (:data:`GPT_CONFIG`, :data:`GPT_EPOCHS`), trained or loaded (D2L 11.9.3).
 
-    Returns ``(fitted, data)``: the :class:`qkv.trained.Fitted` and the :class:`CharLMData`.
+    Returns ``(fitted, data)``: the :class:`qkv.recipes.weights.Fitted` and the :class:`CharLMData`.
     """
     data = _data(data)
     return _gpt(data, GPT_CONFIG, GPT_EPOCHS, "char-gpt", seed, progress, log), data
@@ -260,7 +260,7 @@ def train_gpt(data=None, *, seed: int = 0, progress: bool | None = None, log=pri
 
 def train_gru(data=None, *, seed: int = 0, progress: bool | None = None, log=print):
     """A :class:`GRULM` with about the GPT's parameter count, trained for :data:`GRU_EPOCHS`, or loaded."""
-    from qkv.trained import fit_or_load
+    from qkv.recipes.weights import fit_or_load
 
     data = _data(data)
     V = len(data.vocab)

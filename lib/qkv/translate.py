@@ -44,11 +44,11 @@ def train_d2l(
     names its cached weights ("bahdanau"). ``data`` defaults to ``MTFraEng(128)`` (found as
     :func:`qkv.data.locate` finds files). The model is built after ``torch.manual_seed(seed)`` and trained by a
     :class:`qkv.training.Trainer` with ``epochs`` epochs, gradient clipping at 1 and the seed; the weights are
-    cached by :func:`qkv.trained.fit_or_load`. Returns ``(fitted, data)``: the :class:`~qkv.trained.Fitted`
-    (``.model``, ``.history``, ``.seconds``, ``.trained``) and the data module.
+    cached by :func:`qkv.recipes.weights.fit_or_load`. Returns ``(fitted, data)``: the
+    :class:`~qkv.recipes.weights.Fitted` (``.model``, ``.history``, ``.seconds``, ``.trained``) and the data module.
     """
     from qkv.data import MTFraEng
-    from qkv.trained import fit_or_load
+    from qkv.recipes.weights import fit_or_load
     from qkv.training import Trainer
 
     data = MTFraEng(D2L_BATCH_SIZE) if data is None else data

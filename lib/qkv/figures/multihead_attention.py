@@ -4,7 +4,7 @@
 :class:`OffsetReader`: one multi-head self-attention layer (``qkv.multihead.MultiHeadAttention``) that reads, at
 every position of a sequence of random tokens, the tokens at three fixed offsets (:data:`OFFSETS`), a task where
 each head can specialise on one offset. :func:`trained_offset_reader` trains it (150 Adam steps on batches of 128
-sequences, seeded) once per setting, through :func:`qkv.trained.fit_or_load`, and loads it every other time;
+sequences, seeded) once per setting, through :func:`qkv.recipes.weights.fit_or_load`, and loads it every other time;
 :func:`head_weights` returns each head's weights, :func:`head_offsets` the offset each head looks at, and
 :func:`head_importance` the loss when one head at a time is masked (D2L 11.5, exercise 2).
 Shape letters are those of the glossary in :mod:`qkv`.
@@ -23,7 +23,7 @@ from torch.nn import functional as F
 
 from qkv.figures._draw import arrow, box, canvas
 from qkv.multihead import MultiHeadAttention
-from qkv.trained import Fitted
+from qkv.recipes.weights import Fitted
 from qkv.training import evaluating
 
 __all__ = [
@@ -100,7 +100,7 @@ class OffsetData:
     """The training data of :class:`OffsetReader`: ``task.steps`` batches of ``task.batch_size`` random sequences,
     drawn once from a generator seeded with ``task.seed`` (one epoch of a :class:`qkv.training.Trainer` is the
     whole run). ``X`` (steps * batch, T) and ``Y`` (steps * batch, T, 3) hold them, so that
-    :func:`qkv.trained.fingerprint` sees every example."""
+    :func:`qkv.recipes.keys.fingerprint` sees every example."""
 
     def __init__(self, task: OffsetTask):
         self.task = task
@@ -124,9 +124,10 @@ def _one_thread():
 
 def fit_offset_reader(task: OffsetTask = OffsetTask(), log=None) -> Fitted:
     """:class:`OffsetReader` trained with Adam on :class:`OffsetData`, seeded by ``task.seed``, or loaded if it was
-    trained before in this setting (:func:`qkv.trained.fit_or_load`, which also refuses to train in a grading
-    run). ``log`` gets fit_or_load's one-line message (default: none). Returns the :class:`~qkv.trained.Fitted`."""
-    from qkv.trained import fit_or_load
+    trained before in this setting (:func:`qkv.recipes.weights.fit_or_load`, which also refuses to train where
+    training is forbidden). ``log`` gets fit_or_load's one-line message (default: none). Returns the
+    :class:`~qkv.recipes.weights.Fitted`."""
+    from qkv.recipes.weights import fit_or_load
     from qkv.training import Trainer
 
     trainer = Trainer(1, seed=task.seed, optimizer="adam", lr=task.lr, progress=False, device="cpu")
@@ -141,8 +142,8 @@ def fit_offset_reader(task: OffsetTask = OffsetTask(), log=None) -> Fitted:
 def trained_offset_reader(task: OffsetTask = OffsetTask()) -> OffsetReader:
     """The model of :func:`fit_offset_reader`, once per process and task, in evaluation mode, with
     ``train_seconds`` (the wall time of its training) and ``trained_now`` (False when its weights were loaded).
-    Do not change its weights: the cache hands out the same model. Listed in :data:`qkv.trained.WARM`, so that
-    ``make release`` trains it before any grading run."""
+    Do not change its weights: the cache hands out the same model. Listed in 11.5's front matter (``trains:``), so
+    that ``make release`` trains it before any grading run."""
     fitted = fit_offset_reader(task)
     model = fitted.model.eval()
     model.train_seconds, model.trained_now = fitted.seconds, fitted.trained

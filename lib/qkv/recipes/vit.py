@@ -5,7 +5,7 @@ adds to train a small ViT in about two CPU minutes instead: :class:`ViTRecipe` (
 the model, plus how to train it), :class:`RecipeTrainer` (a :class:`qkv.training.Trainer` with AdamW, a warm-up
 and cosine schedule stepped per batch, label smoothing, and a forward pass that skips what the head never reads),
 the :class:`SmallCNN` baseline, :data:`CPU_RECIPE` and :data:`CNN_RECIPE`, and :func:`train_fashion_mnist`, which
-trains once and then loads the cached weights (:mod:`qkv.trained`). The runs that chose the recipe are in
+trains once and then loads the cached weights (:mod:`qkv.recipes.weights`). The runs that chose the recipe are in
 ``benchmarks/results/vit_cpu.md``. Shape letters are those of the glossary in :mod:`qkv`.
 """
 
@@ -341,12 +341,12 @@ def train_fashion_mnist(recipe: ViTRecipe | None = None, *, seed: int = 0, data=
 
     ``data`` defaults to ``FashionMNIST(recipe.batch_size, resize=recipe.model.img_size)`` (all 60,000 training
     images; the 10,000 test images validate). The model is built after ``torch.manual_seed(seed)`` and trained by
-    a :class:`RecipeTrainer` on the CPU; :func:`qkv.trained.fit_or_load` caches the weights. Returns ``(fitted,
+    a :class:`RecipeTrainer` on the CPU; :func:`qkv.recipes.weights.fit_or_load` caches the weights. Returns ``(fitted,
     data)``: ``fitted.history`` has per epoch ``val_acc`` (test accuracy), ``train_seconds`` and ``cpu_seconds``
     (the training's wall and CPU time so far) and the base trainer's losses and wall ``seconds``.
     """
     from qkv.data import FashionMNIST
-    from qkv.trained import fit_or_load
+    from qkv.recipes.weights import fit_or_load
 
     recipe = CPU_RECIPE if recipe is None else recipe
     data = FashionMNIST(recipe.batch_size, resize=recipe.model.img_size) if data is None else data

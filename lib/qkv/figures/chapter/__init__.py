@@ -5,8 +5,8 @@ lists it as a chapter page's figures). One module per panel, in the chapter's or
 ``draw(lang="en", fig=None)``, which draws the panel with English (``"en"``) or Chinese (``"zh"``) labels into a new
 figure or into ``fig`` (a cell of the poster, ``publish/poster.py``) and returns the figure, and ``SECTION``, the
 slug of the section the panel sums up. The panels draw from ``qkv`` itself: the trained models of sections 11.4
-and 11.5 (loaded from :mod:`qkv.trained`'s cache), the lab's timer, the real positional encoding and the real masks
-of section 11.9.
+and 11.5 (loaded from :mod:`qkv.recipes.weights`'s cache), the lab's timer, the real positional encoding and the
+real masks of section 11.9.
 """
 
 from __future__ import annotations

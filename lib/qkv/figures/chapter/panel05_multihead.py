@@ -37,7 +37,8 @@ def heads():
     """Each head's weights on one sequence of 11.5's offset task, ``(H, T, T)``, and each head's offset (key
     position minus query position) that gets the most weight over the task's evaluation batch, as a list.
 
-    The model is :func:`qkv.figures.multihead_attention.trained_offset_reader` (cached by :mod:`qkv.trained`)."""
+    The model is :func:`qkv.figures.multihead_attention.trained_offset_reader` (cached by
+    :mod:`qkv.recipes.weights`)."""
     from qkv.figures import multihead_attention as mh
 
     task = mh.OffsetTask()

@@ -1,4 +1,5 @@
-"""Tests for qkv.trained: trained weights cached under a key of everything that determines them (D2L 11.4)."""
+"""Tests for qkv.recipes.weights and qkv.recipes.keys: trained weights cached under a key of everything that
+determines them (D2L 11.4)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from qkv import trained
+from qkv.recipes import keys, weights
 from qkv.training import Trainer
 
 
@@ -48,16 +49,16 @@ def _fit(data=None, config=None, epochs=2, seed=0, log=None, lr=0.05, optimizer=
     config = config or _Config()
     messages = [] if log is None else log
     trainer = Trainer(epochs, clip, seed=seed, device="cpu", optimizer=optimizer, lr=lr, progress=False)
-    fitted = trained.fit_or_load("toy", _build(config), data or _Data(), trainer, config=config, log=messages.append)
+    fitted = weights.fit_or_load("toy", _build(config), data or _Data(), trainer, config=config, log=messages.append)
     return fitted, messages
 
 
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv(trained.TRAINED_ENV, str(tmp_path / "trained"))
+    monkeypatch.setenv(weights.TRAINED_ENV, str(tmp_path / "trained"))
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
-    monkeypatch.delenv(trained.NO_TRAIN_ENV, raising=False)
-    monkeypatch.delenv(trained.SMOKE_ENV, raising=False)
+    monkeypatch.delenv(weights.NO_TRAIN_ENV, raising=False)
+    monkeypatch.delenv(weights.SMOKE_ENV, raising=False)
 
 
 def _same_weights(a: nn.Module, b: nn.Module) -> bool:
@@ -103,7 +104,7 @@ def test_the_model_is_built_after_seeding_with_the_trainers_seed(seed):
         return model
 
     trainer = Trainer(2, seed=seed, device="cpu", optimizer="sgd", lr=0.05, progress=False)
-    trained.fit_or_load("toy", build, _Data(), trainer, config=_Config(), log=lambda m: None)
+    weights.fit_or_load("toy", build, _Data(), trainer, config=_Config(), log=lambda m: None)
     torch.manual_seed(seed)
     expected = _build()().state_dict()
     torch.manual_seed(seed + 1)
@@ -135,12 +136,12 @@ def test_a_changed_key_trains_again(change):
 
 def test_changed_source_or_torch_version_changes_the_key(monkeypatch):
     base, _ = _fit()
-    assert "qkv.training" in base.key["modules"] and "qkv.trained" in base.key["modules"]
-    real = trained.source_hash
-    monkeypatch.setattr(trained, "source_hash", lambda mods: real(mods) + "-edited")
+    assert "qkv.training" in base.key["modules"] and "qkv.recipes.weights" in base.key["modules"]
+    real = keys.source_hash
+    monkeypatch.setattr(keys, "source_hash", lambda mods: real(mods) + "-edited")
     edited, _ = _fit()
     assert edited.trained and edited.key["source"] != base.key["source"]
-    monkeypatch.setattr(trained, "source_hash", real)
+    monkeypatch.setattr(keys, "source_hash", real)
     monkeypatch.setattr(torch, "__version__", "0.0.0-other")
     other_torch, _ = _fit()
     assert other_torch.trained and other_torch.key["torch"] == "0.0.0-other"
@@ -153,7 +154,7 @@ def test_key_lists_the_models_qkv_modules():
         pass
 
     model = make_bahdanau(5, 6, 4, 4, 1, 0.0, tgt_pad=0)
-    key = trained.make_key("m", {"a": 1}, Trainer(1, seed=0, device="cpu"), _Data(), model)
+    key = keys.make_key("m", {"a": 1}, Trainer(1, seed=0, device="cpu"), _Data(), model)
     assert {"qkv.bahdanau", "qkv.seq2seq", "qkv.attention", "qkv.training"} <= set(key["modules"])
     assert key["trainer"]["scheduler"] is None
 
@@ -165,7 +166,7 @@ def test_key_counts_the_trainers_own_module_and_scheduler():
     from qkv.vit import ViTConfig
 
     recipe = ViTRecipe(model=ViTConfig(img_size=8, patch_size=4, num_hiddens=8, mlp_num_hiddens=8, num_heads=2))
-    key = trained.make_key("v", recipe, RecipeTrainer(recipe, seed=0), _Data(), recipe.build())
+    key = keys.make_key("v", recipe, RecipeTrainer(recipe, seed=0), _Data(), recipe.build())
     assert {"qkv.vit", "qkv.recipes.vit", "qkv.training"} <= set(key["modules"])
     assert key["trainer"]["scheduler"] == "qkv.recipes.vit.ViTRecipe.schedule"
     assert key["config"]["model"]["num_hiddens"] == 8  # the model's config, nested in the recipe's
@@ -223,7 +224,7 @@ def test_loading_compares_the_whole_key(field):
     else:
         payload["key"][top] = _changed(payload["key"][top])
     payload["state"] = {k: v + 1.0 for k, v in payload["state"].items()}  # weights this setting never trained
-    payload["checksum"] = trained._state_checksum(payload["state"])  # valid: only the key is wrong
+    payload["checksum"] = keys.state_checksum(payload["state"])  # valid: only the key is wrong
     torch.save(payload, first.path)
     again, log = _fit()
     assert again.trained, f"a file whose key differs in {field} was loaded"
@@ -247,8 +248,8 @@ def test_a_path_attribute_counts_by_its_name_not_its_folder(tmp_path):
             self.file = file
 
     here, there = tmp_path / "here" / "corpus.txt", tmp_path / "there" / "corpus.txt"
-    assert trained.fingerprint(WithFile(here)) == trained.fingerprint(WithFile(there))
-    assert trained.fingerprint(WithFile(here)) != trained.fingerprint(WithFile(here.with_name("other.txt")))
+    assert keys.fingerprint(WithFile(here)) == keys.fingerprint(WithFile(there))
+    assert keys.fingerprint(WithFile(here)) != keys.fingerprint(WithFile(here.with_name("other.txt")))
     first, _ = _fit(WithFile(here))
     again, _ = _fit(WithFile(there))
     assert first.trained and not again.trained and again.path == first.path
@@ -257,19 +258,19 @@ def test_a_path_attribute_counts_by_its_name_not_its_folder(tmp_path):
 def test_a_smoke_run_leaves_the_callers_trainer_as_it_was(monkeypatch):
     """QKV_TRAIN_SMOKE trains one epoch with a copy of the trainer: the caller's keeps its epochs, history and
     optimiser, and a real run with it afterwards trains all its epochs."""
-    monkeypatch.setenv(trained.SMOKE_ENV, "2")
+    monkeypatch.setenv(weights.SMOKE_ENV, "2")
     trainer = Trainer(3, seed=0, device="cpu", optimizer="sgd", lr=0.05, progress=False)
     before = dict(vars(trainer))
     history = {k: list(v) for k, v in trainer.history.items()}
-    smoke = trained.fit_or_load("toy", _build(), _CountingData(), trainer, config=_Config(), log=lambda m: None)
+    smoke = weights.fit_or_load("toy", _build(), _CountingData(), trainer, config=_Config(), log=lambda m: None)
     assert smoke.trained and smoke.history["epoch"] == [1]
     assert trainer.max_epochs == 3, "the smoke run changed the caller's max_epochs"
     assert vars(trainer).keys() == before.keys() and all(vars(trainer)[k] is before[k] for k in before), [
         k for k in before if vars(trainer)[k] is not before[k]
     ]
     assert trainer.history == history and trainer.optim is None
-    monkeypatch.delenv(trained.SMOKE_ENV)
-    real = trained.fit_or_load("toy", _build(), _CountingData(), trainer, config=_Config(), log=lambda m: None)
+    monkeypatch.delenv(weights.SMOKE_ENV)
+    real = weights.fit_or_load("toy", _build(), _CountingData(), trainer, config=_Config(), log=lambda m: None)
     assert real.trained and real.history["epoch"] == [1, 2, 3]
 
 
@@ -287,7 +288,7 @@ def test_the_model_comes_back_in_eval_mode_trained_or_loaded(mode):
 
     trainer = Trainer(2, seed=0, device="cpu", optimizer="sgd", lr=0.05, progress=False)
     for expect_trained in (True, False):
-        fitted = trained.fit_or_load("toy", build, _Data(), trainer, config=_Config(), log=lambda m: None)
+        fitted = weights.fit_or_load("toy", build, _Data(), trainer, config=_Config(), log=lambda m: None)
         assert fitted.trained is expect_trained
         training = [name for name, m in fitted.model.named_modules() if m.training]
         assert not training, f"{'trained' if expect_trained else 'loaded'}: parts in training mode: {training}"
@@ -303,14 +304,14 @@ class _ArrayData(_Data):
 
 def test_a_numpy_array_counts_by_its_content():
     table = np.arange(12, dtype=np.float32).reshape(3, 4)
-    base = trained.fingerprint(_ArrayData(table))
-    assert trained.fingerprint(_ArrayData(table.copy())) == base, "equal arrays, one key"
+    base = keys.fingerprint(_ArrayData(table))
+    assert keys.fingerprint(_ArrayData(table.copy())) == base, "equal arrays, one key"
     changed = table.copy()
     changed[2, 3] += 1
-    assert trained.fingerprint(_ArrayData(changed)) != base, "a changed entry must change the key"
-    assert trained.fingerprint(_ArrayData(table.astype(np.float64))) != base, "another dtype"
-    assert trained.fingerprint(_ArrayData(table.reshape(4, 3))) != base, "another shape"
-    assert trained.fingerprint(_ArrayData(np.asfortranarray(table))) == base, "the layout in memory does not count"
+    assert keys.fingerprint(_ArrayData(changed)) != base, "a changed entry must change the key"
+    assert keys.fingerprint(_ArrayData(table.astype(np.float64))) != base, "another dtype"
+    assert keys.fingerprint(_ArrayData(table.reshape(4, 3))) != base, "another shape"
+    assert keys.fingerprint(_ArrayData(np.asfortranarray(table))) == base, "the layout in memory does not count"
     first, _ = _fit(_ArrayData(table))
     assert not _fit(_ArrayData(table.copy()))[0].trained
     again, _ = _fit(_ArrayData(changed))
@@ -330,11 +331,11 @@ def test_dataclasses_and_objects_with_a_fingerprint_count_by_content():
         def fingerprint(self):
             return self.tag
 
-    assert trained.fingerprint(_ArrayData(Task(3, 0.5))) == trained.fingerprint(_ArrayData(Task(3, 0.5)))
-    assert trained.fingerprint(_ArrayData(Task(3, 0.5))) != trained.fingerprint(_ArrayData(Task(3, 0.25)))
-    assert trained.fingerprint(_ArrayData(Tagged("a"))) != trained.fingerprint(_ArrayData(Tagged("b")))
-    assert trained.fingerprint(_ArrayData({1, 2})) != trained.fingerprint(_ArrayData({1, 3}))
-    assert trained.fingerprint(_ArrayData({"a": 1})) != trained.fingerprint(_ArrayData({"a": 2}))
+    assert keys.fingerprint(_ArrayData(Task(3, 0.5))) == keys.fingerprint(_ArrayData(Task(3, 0.5)))
+    assert keys.fingerprint(_ArrayData(Task(3, 0.5))) != keys.fingerprint(_ArrayData(Task(3, 0.25)))
+    assert keys.fingerprint(_ArrayData(Tagged("a"))) != keys.fingerprint(_ArrayData(Tagged("b")))
+    assert keys.fingerprint(_ArrayData({1, 2})) != keys.fingerprint(_ArrayData({1, 3}))
+    assert keys.fingerprint(_ArrayData({"a": 1})) != keys.fingerprint(_ArrayData({"a": 2}))
 
 
 @pytest.mark.parametrize("value", [object(), lambda x: x, torch.Generator(), iter([1])], ids=lambda v: type(v).__name__)
@@ -342,9 +343,9 @@ def test_an_unknown_attribute_type_is_a_loud_error(value):
     """Data the key cannot see would let a change reuse stale weights: fingerprint and fit_or_load refuse, naming
     the attribute and saying what to do."""
     with pytest.raises(TypeError, match=r"cannot fingerprint _ArrayData\.table\b.*fingerprint\(\) method"):
-        trained.fingerprint(_ArrayData(value))
+        keys.fingerprint(_ArrayData(value))
     with pytest.raises(TypeError, match=r"_ArrayData\.table\[1\]\['k'\]"):
-        trained.fingerprint(_ArrayData([1, {"k": value}]))
+        keys.fingerprint(_ArrayData([1, {"k": value}]))
     with pytest.raises(TypeError, match="cannot fingerprint"):
         _fit(_ArrayData(value))
 
@@ -354,9 +355,9 @@ def test_fingerprint_of_fashion_mnist_sees_its_images(data_dir):
     from qkv.data import FashionMNIST
 
     a = FashionMNIST(64, num_train=100, num_val=50, data_dir=data_dir)
-    assert trained.fingerprint(a) == trained.fingerprint(FashionMNIST(64, num_train=100, num_val=50, data_dir=data_dir))
-    assert trained.fingerprint(FashionMNIST(64, num_train=101, num_val=50, data_dir=data_dir)) != trained.fingerprint(a)
-    assert trained.fingerprint(FashionMNIST(64, num_train=100, num_val=49, data_dir=data_dir)) != trained.fingerprint(a)
+    assert keys.fingerprint(a) == keys.fingerprint(FashionMNIST(64, num_train=100, num_val=50, data_dir=data_dir))
+    assert keys.fingerprint(FashionMNIST(64, num_train=101, num_val=50, data_dir=data_dir)) != keys.fingerprint(a)
+    assert keys.fingerprint(FashionMNIST(64, num_train=100, num_val=49, data_dir=data_dir)) != keys.fingerprint(a)
 
 
 def test_file_is_readable_by_others_and_no_temporary_file_is_left():
@@ -366,13 +367,22 @@ def test_file_is_readable_by_others_and_no_temporary_file_is_left():
 
 
 def test_no_training_where_it_is_forbidden(monkeypatch):
-    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
-    with pytest.raises(trained.NotCached, match="grading run"):
+    """QKV_NO_TRAIN (which the grader's sandbox sets) forbids training, not loading; nothing else does: the library
+    knows no grader, and nbgrader's own runs (validate) train as a student's kernel would."""
+    monkeypatch.setenv(weights.NO_TRAIN_ENV, "1")
+    with pytest.raises(weights.NotCached, match="QKV_NO_TRAIN is set"):
         _fit()
-    monkeypatch.delenv("NBGRADER_EXECUTION")
-    _fit()  # trains and saves
-    monkeypatch.setenv(trained.NO_TRAIN_ENV, "1")
+    monkeypatch.delenv(weights.NO_TRAIN_ENV)
+    monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
+    assert _fit()[0].trained  # trains and saves
+    monkeypatch.setenv(weights.NO_TRAIN_ENV, "1")
     assert not _fit()[0].trained  # loading is allowed
+
+
+def test_the_graders_sandbox_forbids_training():
+    from autograder.sandbox import sandbox_env
+
+    assert sandbox_env(None)[weights.NO_TRAIN_ENV] == "1"
 
 
 def test_read_only_folder_loads(tmp_path, monkeypatch):
@@ -389,7 +399,7 @@ def test_read_only_folder_loads(tmp_path, monkeypatch):
 def test_unwritable_folder_still_returns_the_trained_model(tmp_path, monkeypatch):
     blocked = tmp_path / "file"
     blocked.write_text("a file where the folder should be")
-    monkeypatch.setenv(trained.TRAINED_ENV, str(blocked / "trained"))
+    monkeypatch.setenv(weights.TRAINED_ENV, str(blocked / "trained"))
     messages = []
     fitted, _ = _fit(log=messages)
     assert fitted.trained and any("kept in memory" in m for m in messages)
@@ -397,42 +407,42 @@ def test_unwritable_folder_still_returns_the_trained_model(tmp_path, monkeypatch
 
 def test_bad_arguments_say_what_to_do():
     with pytest.raises(ValueError, match="seed"):
-        trained.fit_or_load("x", _build(), _Data(), Trainer(1, device="cpu", lr=0.1), config=_Config())
+        weights.fit_or_load("x", _build(), _Data(), Trainer(1, device="cpu", lr=0.1), config=_Config())
     with pytest.raises(TypeError, match="dataclass"):
-        trained.fit_or_load("x", _build(), _Data(), Trainer(1, seed=0, device="cpu", lr=0.1), config=[1])
+        weights.fit_or_load("x", _build(), _Data(), Trainer(1, seed=0, device="cpu", lr=0.1), config=[1])
     with pytest.raises(TypeError, match="nn.Module"):
-        trained.fit_or_load("x", lambda: 3, _Data(), Trainer(1, seed=0, device="cpu", lr=0.1), config=_Config())
+        weights.fit_or_load("x", lambda: 3, _Data(), Trainer(1, seed=0, device="cpu", lr=0.1), config=_Config())
 
 
 def test_fingerprint_sees_content_and_settings():
-    assert trained.fingerprint(_Data()) == trained.fingerprint(_Data())
-    assert trained.fingerprint(_Data()) != trained.fingerprint(_Data(shift=1e-3))
-    assert trained.fingerprint(_Data()) != trained.fingerprint(_Data(batch_size=9))
+    assert keys.fingerprint(_Data()) == keys.fingerprint(_Data())
+    assert keys.fingerprint(_Data()) != keys.fingerprint(_Data(shift=1e-3))
+    assert keys.fingerprint(_Data()) != keys.fingerprint(_Data(batch_size=9))
 
 
 def test_fingerprint_of_mtfraeng(data_dir):
     from qkv.data import MTFraEng
 
     a, b = MTFraEng(128, data_dir=data_dir), MTFraEng(128, data_dir=data_dir)
-    assert trained.fingerprint(a) == trained.fingerprint(b)
-    assert trained.fingerprint(MTFraEng(64, data_dir=data_dir)) != trained.fingerprint(a)
-    assert trained.fingerprint(MTFraEng(128, num_train=500, data_dir=data_dir)) != trained.fingerprint(a)
+    assert keys.fingerprint(a) == keys.fingerprint(b)
+    assert keys.fingerprint(MTFraEng(64, data_dir=data_dir)) != keys.fingerprint(a)
+    assert keys.fingerprint(MTFraEng(128, num_train=500, data_dir=data_dir)) != keys.fingerprint(a)
 
 
 def test_the_grader_binds_the_same_folder(tmp_path, monkeypatch):
     """autograder.sandbox finds the trained-weights folder without importing torch; it must be trained_dir()."""
     from autograder import sandbox
 
-    for env in ({}, {"QKV_CACHE_DIR": str(tmp_path / "cache")}, {trained.TRAINED_ENV: str(tmp_path / "w")}):
-        monkeypatch.delenv(trained.TRAINED_ENV, raising=False)
+    for env in ({}, {"QKV_CACHE_DIR": str(tmp_path / "cache")}, {weights.TRAINED_ENV: str(tmp_path / "w")}):
+        monkeypatch.delenv(weights.TRAINED_ENV, raising=False)
         monkeypatch.delenv("QKV_CACHE_DIR", raising=False)
         monkeypatch.setenv("HOME", str(tmp_path / "home"))
         for k, v in env.items():
             monkeypatch.setenv(k, v)
         assert sandbox.trained_paths() == []  # not there yet: nothing to bind
-        trained.trained_dir().mkdir(parents=True)
-        assert sandbox.trained_paths() == [trained.trained_dir().resolve()]
-        assert trained.trained_dir().resolve() in sandbox.visible_paths()
+        weights.trained_dir().mkdir(parents=True)
+        assert sandbox.trained_paths() == [weights.trained_dir().resolve()]
+        assert weights.trained_dir().resolve() in sandbox.visible_paths()
 
 
 _WARMED = []
@@ -444,27 +454,45 @@ def _warm_probe():
 
 
 def test_release_warms_every_recipe():
-    """`make release` runs each recipe of qkv.trained.WARM, so the grader finds the weights; the default list
-    names callables that exist."""
+    """`make release` runs each recipe of the sections' front matter (``trains:``), so the grader finds the weights;
+    every recipe named there is a callable that exists."""
     import importlib
+    import types
 
     from autograder import release
+    from course.section import sections
 
-    out = release.warm_trained(["tests.test_trained:_warm_probe"])
-    again = release.warm_trained(["tests.test_trained:_warm_probe"])
+    probe = types.SimpleNamespace(trains=("tests.test_recipes_weights:_warm_probe",))
+    out = release.warm_trained([probe])
+    again = release.warm_trained([probe])
     assert out[0].trained and not again[0].trained and again[0].path == out[0].path
-    for recipe in trained.WARM:
+    recipes = [recipe for section in sections() for recipe in section.trains]
+    assert "qkv.recipes.vit:train_fashion_mnist" in recipes and len(recipes) == len(set(recipes)) == 6
+    for recipe in recipes:
         module, _, function = recipe.partition(":")
         assert callable(getattr(importlib.import_module(module), function))
 
 
-def test_only_fit_or_load_of_this_module_counts_in_the_source_hash():
-    """Editing qkv.trained's list of recipes (WARM) or its docs must not throw every cached model away; editing
-    fit_or_load (seeding, building, training) must."""
+def test_only_fit_or_load_of_its_module_counts_in_the_source_hash():
+    """Editing qkv.recipes.weights' messages or docs must not throw every cached model away; editing fit_or_load
+    (seeding, building, training) must."""
     import inspect
+    import textwrap
 
-    assert trained._source_of("qkv.trained") == inspect.getsource(trained.fit_or_load).encode()
-    assert trained._source_of("qkv.training") == trained._module_file("qkv.training").read_bytes()
+    expected = keys.code_of(textwrap.dedent(inspect.getsource(weights.fit_or_load)))
+    assert keys._source_of("qkv.recipes.weights") == expected
+    assert keys._source_of("qkv.training") == keys.code_of(keys._module_file("qkv.training").read_text())
+
+
+def test_the_code_hash_ignores_docstrings_comments_and_layout_but_not_code():
+    code = 'def f(x):\n    """Doubles."""\n    return 2 * x  # twice\n'
+    same = [
+        'def f(x):\n    """Doubles x (D2L 11.1), a better docstring."""\n    return 2 * x\n',
+        "def f(x):\n    # no docstring, a comment\n    return (2 *\n            x)\n",
+    ]
+    assert all(keys.code_of(other) == keys.code_of(code) for other in same)
+    assert keys.code_of('def f(x):\n    """Doubles."""\n    return 3 * x\n') != keys.code_of(code)
+    assert keys.code_of('class C:\n    """Only a docstring."""\n') == keys.code_of("class C:\n    pass\n")
 
 
 class _CountingData(_Data):
@@ -496,7 +524,7 @@ class _CountingData(_Data):
 def test_a_smoke_run_trains_one_epoch_of_n_batches_under_its_own_key(monkeypatch):
     """QKV_TRAIN_SMOKE=N: one epoch, at most N batches of each loader (64 examples in batches of 8 would be 8 per
     epoch, 3 epochs asked), a key that records N; a real run never loads the smoke weights, nor the reverse."""
-    monkeypatch.setenv(trained.SMOKE_ENV, "2")
+    monkeypatch.setenv(weights.SMOKE_ENV, "2")
     data = _CountingData()
     smoke, messages = _fit(data, epochs=3)
     assert smoke.trained and smoke.smoke == 2 and smoke.key["smoke"] == 2
@@ -505,7 +533,7 @@ def test_a_smoke_run_trains_one_epoch_of_n_batches_under_its_own_key(monkeypatch
     assert "smoke run" in messages[0] and "-smoke-" in smoke.path.name
     assert not _fit(_CountingData(), epochs=3)[0].trained, "the same smoke run loads"
 
-    monkeypatch.delenv(trained.SMOKE_ENV)
+    monkeypatch.delenv(weights.SMOKE_ENV)
     data = _CountingData()
     real, _ = _fit(data, epochs=3)
     assert real.trained and real.smoke == 0 and "smoke" not in real.key, "a real run never loads smoke weights"
@@ -515,7 +543,7 @@ def test_a_smoke_run_trains_one_epoch_of_n_batches_under_its_own_key(monkeypatch
 
 @pytest.mark.parametrize("value", ["-1", "two", "1.5"])
 def test_a_bad_smoke_setting_says_what_it_wants(monkeypatch, value):
-    monkeypatch.setenv(trained.SMOKE_ENV, value)
+    monkeypatch.setenv(weights.SMOKE_ENV, value)
     with pytest.raises(ValueError, match="positive number of batches"):
         _fit()
 
@@ -524,7 +552,7 @@ def test_a_smoke_book_is_built_apart_from_the_real_one(monkeypatch):
     """The execution cache of a smoke build must not be the one make book reuses."""
     from publish import build_book
 
-    monkeypatch.delenv(trained.SMOKE_ENV, raising=False)
+    monkeypatch.delenv(weights.SMOKE_ENV, raising=False)
     real = build_book.default_out("student")
-    monkeypatch.setenv(trained.SMOKE_ENV, "2")
+    monkeypatch.setenv(weights.SMOKE_ENV, "2")
     assert build_book.default_out("student") == real.parent / "smoke" / "student"
