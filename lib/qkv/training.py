@@ -229,6 +229,7 @@ class Trainer:
         self.lr_scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
         self.history: dict[str, list] = {name: [] for name in HISTORY}
         self._bar = None  # the progress bar of a fit that is running
+        self.threads_used: int | None = None  # the CPU threads the last fit trained on
 
     def prepare_batch(self, batch):
         """Check a batch is ``(*inputs, Y)`` and move its tensors to the device (D2L 6.7.3)."""
@@ -339,6 +340,7 @@ class Trainer:
         self.history = history = {name: [] for name in HISTORY}
         threads_before = torch.get_num_threads()
         threads = training_threads() if self.threads == "auto" else self.threads
+        self.threads_used = threads
         torch.set_num_threads(threads)
         show = show_progress() if self.progress is None else self.progress
         desc = f"training ({threads} thread{'s' if threads > 1 else ''}"
