@@ -17,7 +17,7 @@ def test_check_close_passes_within_tolerance_and_names_the_worst_entry():
     with pytest.raises(AssertionError) as err:
         checks.check_close(got, torch.ones(2, 3), "weights", hint="normalise each row")
     message = str(err.value)
-    assert "weights differs" in message and "(1, 2)" in message
+    assert "weights: wrong values" in message and "(1, 2)" in message
     assert "expected: 1" in message and "got:      1.5" in message and "hint: normalise each row" in message
 
 
@@ -57,7 +57,7 @@ def test_rebinding_torch_functions_after_import_changes_nothing(monkeypatch):
     monkeypatch.setattr(torch, "sub", lambda a, b: torch.zeros_like(a))
     monkeypatch.setattr(torch.Tensor, "__eq__", lambda self, other: True)
     monkeypatch.setattr(torch.Tensor, "tolist", lambda self: [0.0])
-    with pytest.raises(AssertionError, match="differs"):
+    with pytest.raises(AssertionError, match="wrong values"):
         checks.check_close(torch.zeros(3), torch.ones(3))
     assert checks.trusted.softmax is torch._C._VariableFunctions.softmax
 
@@ -184,7 +184,7 @@ def test_regions_say_where_the_reference_differs_and_pick_that_regions_hint():
     with pytest.raises(checks.CheckFailed) as err:
         checks.check_close(wrong_mask, expected, "weights", hint=hints, regions=regions)
     message = str(err.value)
-    assert message.splitlines()[0] == "weights differs from the reference in the masked keys"
+    assert message.splitlines()[0] == "weights: wrong values, in the masked keys"
     assert "largest error at (1, 2), in the masked keys; none in the valid keys" in " ".join(message.split())
     assert "hint: fill with -1e6" in message and "lengths" not in message
     wrong_valid = expected.clone()
@@ -233,7 +233,7 @@ def test_install_shows_a_failed_check_as_its_message_and_names_an_unwritten_exer
     assert " ".join(stub[2]) == stub[1] and all(len(line) <= checks.WIDTH for line in stub[2])
     assert method[1].startswith("Att is not written yet")  # no header line: the name alone
     assert check[0] == "CheckFailed" and check[2] == check[1].splitlines()  # the message, no frames
-    assert check[2][0] == "weights differs from the reference" and not any("checks.py" in s for s in check[2])
+    assert check[2][0] == "weights: wrong values" and not any("checks.py" in s for s in check[2])
     assert torch_error[0] == "NotImplementedError" and "meta" in torch_error[1]  # torch's own: left alone
     assert any("Traceback" in line for line in torch_error[2])
 

@@ -694,7 +694,7 @@ def test_hidden_parts_get_the_real_checks_and_builtins_and_honest_notebooks_rais
     assert stub["ename"] == "NotImplementedError" and stub["evalue"].startswith("stub is not written yet")
     assert stub["traceback"] == [f"NotImplementedError: {stub['evalue']}"]
     (failed,) = [o for o in result.cells[9][1] if o["output_type"] == "error"]  # a wrong answer fails, as before
-    assert failed["ename"] == "CheckFailed" and "answer() differs from the reference" in failed["evalue"]
+    assert failed["ename"] == "CheckFailed" and "answer(): wrong values" in failed["evalue"]
     assert failed["traceback"][0].startswith("CheckFailed: answer()")
 
 

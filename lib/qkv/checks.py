@@ -202,14 +202,14 @@ def check_close(
         return
     idx = max(range(_len(flat)), key=flat.__getitem__)
     pos = _unravel(idx, _shape_of(a))
-    what, where = f"{name} differs from the reference", f"largest error at {pos}"
+    what, where = f"{name}: wrong values", f"largest error at {pos}"  # "wrong values": right for "the lengths" too
     if regions:
         masks = {
             region: _tolist(_broadcast_to(_as_tensor(mask), _shape_of(b)).flatten()) for region, mask in regions.items()
         }
         inside = [region for region, mask in masks.items() if mask[idx]]
         if inside:
-            what += f" in the {inside[0]}"
+            what += f", in the {inside[0]}"
             where += f", in the {inside[0]}"
             if isinstance(hint, dict):
                 hint = hint.get(inside[0])
