@@ -82,8 +82,8 @@ lab   the cost of attention            :mod:`qkv.costlab`, :mod:`qkv.timing`
 --    translating, BLEU                :mod:`qkv.translate`, :mod:`qkv.bleu`
 --    data, training, trained weights  :mod:`qkv.data`, :mod:`qkv.training`,
                                        :mod:`qkv.recipes.weights`, :mod:`qkv.recipes`
---    the notebooks' tests, figures    :mod:`qkv.checks`, :mod:`qkv.figures`,
-      and interactive explorers        :mod:`qkv.widgets`
+--    the notebooks' tests, figures    :mod:`qkv.checks` (its messages: :mod:`qkv._explain`),
+      and interactive explorers        :mod:`qkv.figures`, :mod:`qkv.widgets`
 --    the one argument check           :mod:`qkv._validate` (positive_int)
 ====  ===============================  ============================================
 
