@@ -14,7 +14,8 @@ One source for every piece (docs/design.md):
 * ``autograder/sections/<module>/<grade_id>.py`` holds the hidden tests of the
   test cell ``grade_id``, as plain Python; an optional ``_common.py`` beside
   them holds reference helpers that several of them share, which a hidden test
-  imports explicitly (``from _common import ...``, inlined by :func:`hidden_tests`). They use
+  imports explicitly (``from _common import ...``, inlined by :func:`hidden_tests`), and
+  ``autograder/sections/_shared.py`` the probes every section may use (``from _shared import ...``). They use
   ``checks.check_*`` and ``checks.trusted.*`` as the visible tests do; no
   rewriting is needed: when graded, each hidden block runs in a namespace of
   its own whose ``checks`` is the one the sandbox recorded before any student
@@ -59,6 +60,9 @@ BEGIN_SOLUTION, END_SOLUTION = protocol.BEGIN_SOLUTION, protocol.END_SOLUTION
 BEGIN_HIDDEN, END_HIDDEN = protocol.BEGIN_HIDDEN, protocol.END_HIDDEN
 #: The module a hidden test imports its section's shared helpers from (``autograder/sections/<module>/_common.py``).
 COMMON = "_common"
+#: The module a hidden test imports the course's shared probes from (``autograder/sections/_shared.py``: the device
+#: probe and its helpers, the same for every section).
+SHARED = "_shared"
 
 
 class AssemblyError(RuntimeError):
@@ -240,26 +244,27 @@ def fill_stubs(source: str, grade: str, answers: ModuleType, markers: bool) -> s
 
 
 def hidden_tests(which: Section | str, grade: str) -> str | None:
-    """The hidden tests of test cell ``grade``, with the section's shared helpers inlined where the file imports them
-    (``from _common import ...``: that statement is replaced by ``_common.py``'s text), so each hidden block runs on
-    its own in its cell. A hidden test that imports nothing from ``_common`` gets none of it."""
+    """The hidden tests of test cell ``grade``, with the helpers they import inlined (``from _common import ...``:
+    that statement is replaced by the section's ``_common.py``; ``from _shared import ...``, by the course's
+    ``autograder/sections/_shared.py``), so each hidden block runs on its own in its cell. A hidden test that imports
+    neither gets none of them."""
     sec = as_section(which)
     path = sec.hidden_test(grade)
     if not path.exists():
         return None
     text = path.read_text(encoding="utf-8").strip("\n")
-    found = [n for n in ast.parse(text).body if isinstance(n, ast.ImportFrom) and n.module == COMMON]
-    if not found:
-        return text
-    if len(found) > 1 or not sec.hidden_common.exists():
-        where = f"{path.relative_to(ROOT)}, line {found[-1].lineno}"
-        raise AssemblyError(
-            f"{where}: import the section's shared helpers once, from {COMMON}, which must exist "
-            f"({sec.hidden_common.relative_to(ROOT)})"
-        )
+    sources = {COMMON: sec.hidden_common, SHARED: sec.shared_helpers}
+    found = [n for n in ast.parse(text).body if isinstance(n, ast.ImportFrom) and n.module in sources]
     lines = text.splitlines()
-    common = sec.hidden_common.read_text(encoding="utf-8").strip("\n").splitlines()
-    lines[found[0].lineno - 1 : found[0].end_lineno] = common
+    for node in sorted(found, key=lambda n: n.lineno, reverse=True):  # from the bottom: line numbers stay right
+        helpers = sources[node.module]
+        if [n.module for n in found].count(node.module) > 1 or not helpers.exists():
+            where = f"{path.relative_to(ROOT)}, line {node.lineno}"
+            raise AssemblyError(
+                f"{where}: import the helpers once, from {node.module}, which must exist "
+                f"({helpers.relative_to(ROOT)})"
+            )
+        lines[node.lineno - 1 : node.end_lineno] = helpers.read_text(encoding="utf-8").strip("\n").splitlines()
     return "\n".join(lines)
 
 

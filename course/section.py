@@ -15,6 +15,7 @@ widgets             ``lib/qkv/widgets/<module>.py`` (if any)         yes
 answers             ``solutions/<module>.py``                        no
 hidden tests        ``autograder/sections/<module>/test_<gid>.py``   no
 shared helpers      ``autograder/sections/<module>/_common.py``      no
+course's probes     ``autograder/sections/_shared.py`` (all)         no
 mutants             ``autograder/sections/<module>/mutants.toml``    no
 variants            ``autograder/sections/<module>/variants.toml``   no
 rubrics             ``autograder/sections/<module>/rubric.toml``     no
@@ -90,6 +91,12 @@ class Section:
     def grading_dir(self) -> Path:
         """The section's folder under ``autograder/sections``: hidden tests, mutants, rubrics."""
         return self.root / "autograder" / "sections" / self.module
+
+    @property
+    def shared_helpers(self) -> Path:
+        """The course's probes that any section's hidden tests may import (``from _shared import ...``), beside the
+        sections' folders: one file for the whole course."""
+        return self.grading_dir.parent / "_shared.py"
 
     def hidden_test(self, grade_id: str) -> Path:
         """The hidden tests of test cell ``grade_id``."""

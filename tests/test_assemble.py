@@ -101,16 +101,24 @@ def test_the_reads_of_a_block_are_what_it_does_not_bind():
     assert _reads(tree) == {"checks", "answer"}
 
 
-def test_a_hidden_test_gets_its_sections_helpers_where_it_imports_them_and_only_then():
-    """``from _common import ...`` in a hidden test is replaced by the section's ``_common.py`` (the statement a
-    linter can read, the text the sandbox runs); a hidden test that imports nothing from it gets none of it."""
+def test_a_hidden_test_gets_its_helpers_where_it_imports_them_and_only_then():
+    """``from _common import ...`` in a hidden test is replaced by the section's ``_common.py``, ``from _shared import
+    ...`` by the course's ``autograder/sections/_shared.py`` (the statement a linter can read, the text the sandbox
+    runs); a hidden test that imports neither gets none of them."""
+    for slug, grade, helpers in (
+        ("transformer", "test_TransformerDecoderBlock", section("transformer").hidden_common),
+        ("queries-keys-values", "test_attention_pooling", section("queries-keys-values").shared_helpers),
+    ):
+        sec = section(slug)
+        text_of_helpers = helpers.read_text(encoding="utf-8").strip("\n")
+        importing = sec.hidden_test(grade).read_text(encoding="utf-8")
+        statement = f"from {helpers.stem} import"
+        assert statement in importing, (slug, grade)
+        text = assemble.hidden_tests(sec, grade)
+        imports = [n.module for n in ast.parse(text).body if isinstance(n, ast.ImportFrom)]
+        assert text_of_helpers in text and helpers.stem not in imports  # still one piece of Python
     sec = section("queries-keys-values")
-    common = sec.hidden_common.read_text(encoding="utf-8").strip("\n")
-    importing = sec.hidden_test("test_attention_pooling").read_text(encoding="utf-8")
-    assert "from _common import" in importing
-    text = assemble.hidden_tests(sec, "test_attention_pooling")
-    assert common in text and "from _common import" not in text
-    compile(text, "<hidden>", "exec")  # still one piece of Python
     plain = sec.hidden_test("test_averaging_similarity").read_text(encoding="utf-8")
-    assert "from _common import" not in plain
+    assert "from _common import" not in plain and "from _shared import" not in plain
     assert "def _device_probe" not in assemble.hidden_tests(sec, "test_averaging_similarity")
+    assert not sec.hidden_common.exists()  # its only helpers were the course's probes

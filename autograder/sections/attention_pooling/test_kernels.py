@@ -25,7 +25,7 @@
 #   efficiency -> n/a: elementwise functions; the contract promises no time or memory bound
 import math as _math
 
-from _common import _device_probe  # the section's shared helpers (the assembler inlines _common.py)
+from _shared import _device_probe  # the course's shared probes (the assembler inlines _shared.py)
 
 import qkv.nadaraya_watson as _nwm
 

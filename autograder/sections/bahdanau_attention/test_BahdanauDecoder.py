@@ -36,7 +36,7 @@
 #   train-eval -> n/a: forward has no dropout or mode of its own; the given layers carry them
 #   efficiency -> n/a: the contract promises no bound beyond one step per token, which the loop is by construction
 import torch as _torch
-from _common import _device_probe  # the section's shared helpers (the assembler inlines _common.py)
+from _shared import _device_probe  # the course's shared probes (the assembler inlines _shared.py)
 
 import qkv.bahdanau as _qb
 

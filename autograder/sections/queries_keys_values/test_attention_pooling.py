@@ -28,7 +28,7 @@
 import math as _math
 
 import torch as _torch
-from _common import _device_probe  # the section's shared helpers (the assembler inlines _common.py)
+from _shared import _device_probe  # the course's shared probes (the assembler inlines _shared.py)
 
 _T = checks.trusted
 _g = _T.Generator().manual_seed(1101)

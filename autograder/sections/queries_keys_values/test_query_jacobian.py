@@ -21,7 +21,7 @@
 #   symmetry -> n/a: each (d, d) entry is symmetric by construction; Q = 4, K = 6, d = 3 differ: a transpose fails
 #   train-eval -> n/a: a function without a module, dropout or mode
 #   efficiency -> n/a: the contract promises no time or memory bound (the (Q, d, d) result is the largest tensor)
-from _common import _device_probe  # the section's shared helpers (the assembler inlines _common.py)
+from _shared import _device_probe  # the course's shared probes (the assembler inlines _shared.py)
 
 _T = checks.trusted
 _g = _T.Generator().manual_seed(1104)

@@ -17,7 +17,7 @@
 #   symmetry -> 5 queries and 7 keys: scores built keys by queries, (K, Q), have the wrong shape
 #   train-eval -> n/a: a function without a module, dropout or mode
 #   efficiency -> n/a: the contract promises no time or memory bound (the (Q, K, d) differences are allowed)
-from _common import _device_probe  # the section's shared helpers (the assembler inlines _common.py)
+from _shared import _device_probe  # the course's shared probes (the assembler inlines _shared.py)
 
 _T = checks.trusted
 _g = _T.Generator().manual_seed(1102)
