@@ -261,8 +261,7 @@ def hidden_tests(which: Section | str, grade: str) -> str | None:
         if [n.module for n in found].count(node.module) > 1 or not helpers.exists():
             where = f"{path.relative_to(ROOT)}, line {node.lineno}"
             raise AssemblyError(
-                f"{where}: import the helpers once, from {node.module}, which must exist "
-                f"({helpers.relative_to(ROOT)})"
+                f"{where}: import the helpers once, from {node.module}, which must exist ({helpers.relative_to(ROOT)})"
             )
         lines[node.lineno - 1 : node.end_lineno] = helpers.read_text(encoding="utf-8").strip("\n").splitlines()
     return "\n".join(lines)
