@@ -55,6 +55,7 @@ def main(argv=None) -> int:
         os.environ["QKV_TRAINED_DIR"] = tmp.name
     torch.set_num_threads(args.threads)
     from qkv import lm
+    from qkv.recipes import lm as lm_recipes
     from qkv.recipes.weights import smoke_batches
 
     if smoke_batches():
@@ -70,9 +71,9 @@ def main(argv=None) -> int:
         return out, time.process_time() - c0, time.perf_counter() - w0
 
     bigram, c_bi, w_bi = timed(lm.BigramLM.fit, data.X, data.Y, len(data.vocab))
-    (gpt, _), c_gpt, w_gpt = timed(lm.train_gpt, data, **quiet)
-    (gru, _), c_gru, w_gru = timed(lm.train_gru, data, **quiet)
-    rows, c_sc, w_sc = timed(lm.scaling_study, data, **quiet)
+    (gpt, _), c_gpt, w_gpt = timed(lm_recipes.train_gpt, data, **quiet)
+    (gru, _), c_gru, w_gru = timed(lm_recipes.train_gru, data, **quiet)
+    rows, c_sc, w_sc = timed(lm_recipes.scaling_study, data, **quiet)
     a, alpha = lm.fit_power_law([r["params"] for r in rows], [r["val_loss"] for r in rows])
     # With 2 threads on an idle machine the wall time is the measure; with 1 thread (a busy machine) it is
     # estimated as CPU s / 2.
@@ -113,7 +114,7 @@ def main(argv=None) -> int:
         lines.append(f"| {name} | {n:,} | {p:.3f} | {p / base:.3f} | {c:.1f} | {w:.1f} |")
     lines += [
         "",
-        f"Scaling study: {len(rows)} GPT sizes, {lm.SCALING_EPOCHS} epoch(s) each of the same windows; "
+        f"Scaling study: {len(rows)} GPT sizes, {lm_recipes.SCALING_EPOCHS} epoch(s) each of the same windows; "
         f"{c_sc:.1f} CPU s in all ({wall_name} {wall(c_sc, w_sc):.1f}).",
         "",
         "| N | blocks | non-embedding parameters | held-out loss (nats/char) | / bigram loss |",

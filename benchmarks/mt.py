@@ -34,9 +34,10 @@ import torch  # noqa: E402
 
 from qkv.bahdanau import BahdanauConfig  # noqa: E402
 from qkv.data import MTFraEng  # noqa: E402
+from qkv.recipes.translate import D2L_BATCH_SIZE, D2L_CLIP, D2L_EPOCHS  # noqa: E402
 from qkv.training import Trainer  # noqa: E402
 from qkv.transformer import TransformerConfig  # noqa: E402
-from qkv.translate import D2L_BATCH_SIZE, D2L_CLIP, D2L_EPOCHS, evaluate_bleu  # noqa: E402
+from qkv.translate import evaluate_bleu  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "_build" / "benchmarks" / "mt.md"

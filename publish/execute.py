@@ -147,7 +147,7 @@ def recipes_for(pages: list[str]) -> list[str]:
     """The recipes of :func:`page_recipes` that ``pages`` train, longest first (the ViT's and the 11.9 models')."""
     recipes = page_recipes()
     order = [recipe for page in recipes for recipe in recipes[page] if page in pages]
-    longest = ("qkv.recipes.vit:train_fashion_mnist", "qkv.lm:warm", "qkv.recipes.vit:train_cnn")
+    longest = ("qkv.recipes.vit:train_fashion_mnist", "qkv.recipes.lm:warm", "qkv.recipes.vit:train_cnn")
     first = [r for r in longest if r in order]
     return first + [r for r in order if r not in first]
 

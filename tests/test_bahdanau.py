@@ -312,7 +312,7 @@ def test_train_d2l_trains_once_in_d2ls_setting_then_loads(tmp_path, monkeypatch,
     """D2L's setting (batch 128, clip 1, BahdanauConfig's defaults) through qkv.recipes.weights: one epoch here, to keep
     the test short; the second call loads the same weights instead of training."""
     from qkv.data import MTFraEng
-    from qkv.translate import train_bahdanau, train_d2l
+    from qkv.recipes.translate import train_bahdanau, train_d2l
 
     monkeypatch.setenv("QKV_TRAINED_DIR", str(tmp_path))
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)

@@ -896,7 +896,8 @@ def test_what_one_word_costs_in_bleu_is_what_both_pages_say():
 
 def test_d2l_settings_in_the_prose_are_those_qkv_trains():
     """11.4 and 11.7 list D2L's hyperparameters; ``train_d2l`` must train exactly those (its config and constants)."""
-    from qkv import bahdanau, transformer, translate
+    from qkv import bahdanau, transformer
+    from qkv.recipes import translate
 
     c = bahdanau.BahdanauConfig()
     said = re.search(
@@ -968,6 +969,7 @@ def test_pretraining_character_data_are_as_the_prose_describes(data_dir):
     each character in 4 windows; about 156,000 training characters, seen 16 times by the GPT (2.5 million positions)
     and 8 times by each model of the scaling study (1.25 million)."""
     from qkv import lm
+    from qkv.recipes import lm as lm_recipes
 
     data = lm.CharLMData(data_dir=data_dir)
     text = prose(PRETRAINING)
@@ -990,15 +992,15 @@ def test_pretraining_character_data_are_as_the_prose_describes(data_dir):
     said = _words_to_number(text, r"about ([\d,]+)\s+training characters, each seen", "the training characters")
     assert said == round(train_chars, -3), f"'about {said:,.0f} training characters'; there are {train_chars:,}"
     seen = number_after(text, r"training characters, each seen (\d+) times", "how often the GPT sees each")
-    assert seen == lm.GPT_EPOCHS * per_epoch
+    assert seen == lm_recipes.GPT_EPOCHS * per_epoch
     millions = number_after(text, r"each seen \d+ times \(([\d.]+) million positions\)", "the GPT's positions")
-    assert millions == round(lm.GPT_EPOCHS * data.X.numel() / 1e6, 1)
+    assert millions == round(lm_recipes.GPT_EPOCHS * data.X.numel() / 1e6, 1)
     said = _words_to_number(text, r"all saw the same\s+([\d,]+) training characters", "the scaling study's text")
     assert said == round(train_chars, -3)
     seen = number_after(text, r"training characters, (\d+) times each", "how often the scaling study sees each")
-    assert seen == lm.SCALING_EPOCHS * per_epoch
+    assert seen == lm_recipes.SCALING_EPOCHS * per_epoch
     millions = number_after(text, r"\d+ times each \(([\d.]+) million positions\)", "the scaling study's positions")
-    assert millions == round(lm.SCALING_EPOCHS * data.X.numel() / 1e6, 2)
+    assert millions == round(lm_recipes.SCALING_EPOCHS * data.X.numel() / 1e6, 2)
 
 
 def test_pretraining_models_are_built_and_trained_as_the_prose_says():
@@ -1006,12 +1008,13 @@ def test_pretraining_models_are_built_and_trained_as_the_prose_says():
     about its parameter count and the same number of steps; the scaling study's five sizes span less than two orders
     of magnitude."""
     from qkv import lm, pretraining
+    from qkv.recipes import lm as lm_recipes
 
     text = prose(PRETRAINING)
     found = re.search(r"(\d+) pre-norm blocks of (\d+) hidden units with (\d+) heads", text)
     assert found, "the prose no longer gives the GPT's size"
     blocks, hiddens, heads = map(int, found.groups())
-    cfg = lm.GPT_CONFIG
+    cfg = lm_recipes.GPT_CONFIG
     assert (blocks, hiddens, heads) == (cfg["num_blks"], cfg["num_hiddens"], cfg["num_heads"])
     assert "learned positions, its output layer tied to the embedding, trained with AdamW" in text
     gpt = pretraining.DecoderOnlyLM(pretraining.GPTConfig(vocab_size=28, **cfg))
@@ -1022,18 +1025,20 @@ def test_pretraining_models_are_built_and_trained_as_the_prose_says():
     width = lm.gru_hiddens_for(target, 28)
     gru = lm.GRULM(lm.GRUConfig(vocab_size=28, num_hiddens=width))
     assert abs(lm.count_parameters(gru) - target) / target < 0.01, "the GRU has about the GPT's parameters"
-    assert lm.GRU_EPOCHS == lm.GPT_EPOCHS, "trained for the same number of steps (same data and batches)"
+    assert lm_recipes.GRU_EPOCHS == lm_recipes.GPT_EPOCHS, (
+        "trained for the same number of steps (same data and batches)"
+    )
     sizes = [
         lm.count_parameters(
-            pretraining.DecoderOnlyLM(pretraining.GPTConfig(vocab_size=28, **lm.scaling_config(N, L))),
+            pretraining.DecoderOnlyLM(pretraining.GPTConfig(vocab_size=28, **lm_recipes.scaling_config(N, L))),
             non_embedding=True,
         )
-        for N, L in lm.SCALING_SIZES
+        for N, L in lm_recipes.SCALING_SIZES
     ]
     assert math.log10(max(sizes) / min(sizes)) < 2, "our five models span less than two orders of magnitude"
-    (N0, L0), (N1, L1) = lm.SCALING_SIZES[0], lm.SCALING_SIZES[-1]
+    (N0, L0), (N1, L1) = lm_recipes.SCALING_SIZES[0], lm_recipes.SCALING_SIZES[-1]
     assert f"five GPTs, from {N0} hidden units and {L0} block to {N1} units and {L1} blocks" in text
-    assert len(lm.SCALING_SIZES) == 5
+    assert len(lm_recipes.SCALING_SIZES) == 5
 
 
 def test_pretraining_cpu_times_are_those_of_the_lm_benchmark():
@@ -1057,6 +1062,7 @@ def test_pretraining_numbers_from_the_literature_agree_with_the_table_of_scales(
     size six orders of magnitude smaller; BERT at most 131 billion tokens."""
     from qkv import lm, pretraining
     from qkv.figures import large_pretraining_transformers as figures
+    from qkv.recipes import lm as lm_recipes
 
     text = prose(PRETRAINING)
     rows = {r["name"]: r for r in figures.model_scale_rows()}
@@ -1082,8 +1088,8 @@ def test_pretraining_numbers_from_the_literature_agree_with_the_table_of_scales(
     assert 100 <= rows["BERT-large"]["tokens_per_param"] < 1000 <= rows["RoBERTa-large"]["tokens_per_param"] < 10_000
     bert = number_after(text, r"at most (\d+) billion tokens \(D2L's section", "BERT's bound") * 1e9
     assert bert == round(1e6 * 256 * 512, -9) and rows["BERT-large"]["tokens"] == bert
-    ours = lm.count_parameters(pretraining.DecoderOnlyLM(pretraining.GPTConfig(vocab_size=28, **lm.GPT_CONFIG)))
-    ratio = lm.GPT_EPOCHS * lm.CharLMData().X.numel() / ours
+    ours = lm.count_parameters(pretraining.DecoderOnlyLM(pretraining.GPTConfig(vocab_size=28, **lm_recipes.GPT_CONFIG)))
+    ratio = lm_recipes.GPT_EPOCHS * lm.CharLMData().X.numel() / ours
     assert "GPT, with tens of tokens per parameter, is not far from Chinchilla's ratio" in text
     assert 10 <= ratio < 100 and abs(math.log10(ratio / chinchilla["tokens_per_param"])) < 0.3, ratio
     assert "at a size six orders of magnitude smaller" in text

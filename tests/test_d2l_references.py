@@ -267,7 +267,7 @@ DEFINED_IN: dict[str, tuple[str, ...]] = {
     "qkv.transformer.TransformerEncoder": ("11.7.4",),
     "qkv.transformer.TransformerDecoderBlock": ("11.7.5",),
     "qkv.transformer.TransformerDecoder": ("11.7.5",),
-    "qkv.translate.train_d2l": ("11.7.6",),  # and 11.4.3, the same setting in another section
+    "qkv.recipes.translate.train_d2l": ("11.7.6",),  # and 11.4.3, the same setting in another section
     "qkv.vit.PatchEmbedding": ("11.8.2",),
     "qkv.vit.ViTMLP": ("11.8.3",),
     "qkv.vit.ViTBlock": ("11.8.3",),

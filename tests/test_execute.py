@@ -106,8 +106,10 @@ def test_the_pretrained_recipes_are_the_models_the_sections_show_longest_first()
     everything = execute.recipes_for(list(execute.page_recipes()))
     warmed = [recipe for section in sections() for recipe in section.trains]
     assert sorted(everything) == sorted(warmed) and len(set(everything)) == len(everything) == 6
-    assert everything[:3] == ["qkv.recipes.vit:train_fashion_mnist", "qkv.lm:warm", "qkv.recipes.vit:train_cnn"]
-    assert execute.recipes_for(["book/transformer", "book/queries-keys-values"]) == ["qkv.translate:train_transformer"]
+    assert everything[:3] == ["qkv.recipes.vit:train_fashion_mnist", "qkv.recipes.lm:warm", "qkv.recipes.vit:train_cnn"]
+    assert execute.recipes_for(["book/transformer", "book/queries-keys-values"]) == [
+        "qkv.recipes.translate:train_transformer"
+    ]
     assert execute.recipes_for([]) == []
     for page in execute.page_recipes():
         assert (nbs.ROOT / f"{page}.md").exists(), f"{page} is not a page of the book"
@@ -142,7 +144,7 @@ def test_pretraining_on_four_cores_runs_each_recipe_once_with_two_threads(monkey
     monkeypatch.setattr(execute.subprocess, "run", fake_run)
     done = execute.pretrain(["book/transformer", "book/vision-transformer"], {})
     assert sorted(done) == sorted(
-        ["qkv.translate:train_transformer", *execute.page_recipes()["book/vision-transformer"]]
+        ["qkv.recipes.translate:train_transformer", *execute.page_recipes()["book/vision-transformer"]]
     )
     assert all(seconds is not None for seconds in done.values())
     assert len(seen) == 3 and {threads for _, threads in seen} == {"2"}

@@ -9,6 +9,7 @@ import torch
 
 from qkv import lm
 from qkv.pretraining import DecoderOnlyLM, GPTConfig
+from qkv.recipes import lm as lm_recipes
 
 
 class _Tiny:
@@ -55,11 +56,11 @@ def test_bigram_perplexity_equals_add_one_counts_by_hand():
 
 
 def test_gru_width_matches_the_parameter_target_and_counts_are_exact():
-    gpt = DecoderOnlyLM(GPTConfig(vocab_size=28, **lm.GPT_CONFIG))
+    gpt = DecoderOnlyLM(GPTConfig(vocab_size=28, **lm_recipes.GPT_CONFIG))
     target = lm.count_parameters(gpt)
     # tied head counted once; the embeddings are V x N and max_len x N
     assert target == sum(p.numel() for p in gpt.parameters())
-    N, T = lm.GPT_CONFIG["num_hiddens"], lm.GPT_CONFIG["max_len"]
+    N, T = lm_recipes.GPT_CONFIG["num_hiddens"], lm_recipes.GPT_CONFIG["max_len"]
     assert target - lm.count_parameters(gpt, non_embedding=True) == 28 * N + T * N
     h = lm.gru_hiddens_for(target, 28)
     gru = lm.GRULM(lm.GRUConfig(28, num_hiddens=h))
@@ -113,13 +114,13 @@ def test_recipes_train_once_then_load_the_same_weights(data_dir, tmp_path, monke
     data = lm.CharLMData(num_steps=16, batch_size=4, stride=4096, val_fraction=0.02, data_dir=data_dir)
     monkeypatch.setenv("QKV_TRAINED_DIR", str(tmp_path))
     monkeypatch.setenv("QKV_TRAIN_SMOKE", "1")
-    first, _ = lm.train_gpt(data, log=lambda s: None)
-    again, _ = lm.train_gpt(data, log=lambda s: None)
+    first, _ = lm_recipes.train_gpt(data, log=lambda s: None)
+    again, _ = lm_recipes.train_gpt(data, log=lambda s: None)
     assert first.trained and not again.trained and again.smoke == 1
     for (k, v), (_, w) in zip(first.model.state_dict().items(), again.model.state_dict().items()):
         assert torch.equal(v, w), k
-    rows = lm.scaling_study(data, sizes=((8, 1),), log=lambda s: None)
+    rows = lm_recipes.scaling_study(data, sizes=((8, 1),), log=lambda s: None)
     assert rows[0]["params"] == lm.count_parameters(
-        DecoderOnlyLM(GPTConfig(vocab_size=28, **lm.scaling_config(8, 1))), non_embedding=True
+        DecoderOnlyLM(GPTConfig(vocab_size=28, **lm_recipes.scaling_config(8, 1))), non_embedding=True
     )
     assert math.isfinite(rows[0]["val_loss"]) and len(list(tmp_path.glob("char-gpt-8x1-smoke-*.pt"))) == 1

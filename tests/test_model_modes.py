@@ -30,6 +30,8 @@ from qkv.data import FashionMNIST, MTFraEng
 from qkv.figures import multihead_attention as mh
 from qkv.figures import transformer as fig_transformer
 from qkv.pretraining import DecoderOnlyLM, GPTConfig
+from qkv.recipes import lm as lm_recipes
+from qkv.recipes import translate as translate_recipe
 from qkv.recipes import vit as vit_recipe
 from qkv.recipes import weights as trained
 from qkv.recipes.weights import Fitted
@@ -243,8 +245,10 @@ def _quiet(*args):
 
 
 def _train_d2l_one_epoch():
-    """The Bahdanau translator through qkv.translate.train_d2l, one epoch."""
-    return translate.train_d2l("bahdanau", bahdanau.BahdanauConfig(), _mt(), epochs=1, progress=False, log=_quiet)[0]
+    """The Bahdanau translator through qkv.recipes.translate.train_d2l, one epoch."""
+    return translate_recipe.train_d2l(
+        "bahdanau", bahdanau.BahdanauConfig(), _mt(), epochs=1, progress=False, log=_quiet
+    )[0]
 
 
 def _fit_or_load_mixed():
@@ -312,14 +316,14 @@ REGISTRY = {
     "qkv.figures.multihead_attention:plot_head_weights": Delegates(("head_weights",)),
     # loading from the weight cache
     "qkv.recipes.weights:fit_or_load": Loads(_fit_or_load_mixed),
-    "qkv.translate:train_d2l": Loads(_train_d2l_one_epoch),
-    "qkv.translate:train_bahdanau": Delegates(("train_d2l",)),
-    "qkv.translate:train_transformer": Delegates(("train_d2l",)),
-    "qkv.lm:train_gpt": Loads(lambda: lm.train_gpt(_chars(), log=_quiet)[0]),
-    "qkv.lm:train_gru": Loads(lambda: lm.train_gru(_chars(), log=_quiet)[0]),
-    "qkv.lm:_gpt": Delegates(("fit_or_load",)),
-    "qkv.lm:scaling_study": Delegates(("_gpt", "perplexity")),
-    "qkv.lm:warm": Delegates(("train_gpt", "train_gru", "scaling_study")),
+    "qkv.recipes.translate:train_d2l": Loads(_train_d2l_one_epoch),
+    "qkv.recipes.translate:train_bahdanau": Delegates(("train_d2l",)),
+    "qkv.recipes.translate:train_transformer": Delegates(("train_d2l",)),
+    "qkv.recipes.lm:train_gpt": Loads(lambda: lm_recipes.train_gpt(_chars(), log=_quiet)[0]),
+    "qkv.recipes.lm:train_gru": Loads(lambda: lm_recipes.train_gru(_chars(), log=_quiet)[0]),
+    "qkv.recipes.lm:_gpt": Delegates(("fit_or_load",)),
+    "qkv.recipes.lm:scaling_study": Delegates(("_gpt", "perplexity")),
+    "qkv.recipes.lm:warm": Delegates(("train_gpt", "train_gru", "scaling_study")),
     "qkv.recipes.vit:train_fashion_mnist": Loads(
         lambda: vit_recipe.train_fashion_mnist(_recipe(img_size=28, patch_size=7), data=_fashion(), log=_quiet)[0]
     ),

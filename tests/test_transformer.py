@@ -430,8 +430,8 @@ def test_transpose_of_cached_keys_matches_multihead_layout():
 def test_train_d2l_trains_once_then_loads_and_refuses_to_train_when_grading(tmp_path, monkeypatch, data_dir):
     """D2L's setting through qkv.recipes.weights: a second call loads the same weights; a grading run never trains."""
     from qkv.data import MTFraEng
+    from qkv.recipes.translate import train_d2l, train_transformer
     from qkv.recipes.weights import NotCached
-    from qkv.translate import train_d2l, train_transformer
 
     monkeypatch.setenv("QKV_TRAINED_DIR", str(tmp_path / "trained"))
     data = MTFraEng(128, num_train=64, num_val=16, data_dir=data_dir)

@@ -177,7 +177,7 @@ class BahdanauConfig:
     """Hyper-parameters of the Bahdanau translator; the defaults are D2L's (D2L 11.4.3).
 
     ``BahdanauConfig(...).build(src_vocab_size, tgt_vocab_size, tgt_pad)`` builds the model;
-    :func:`qkv.translate.train_d2l` trains it in D2L's setting.
+    :func:`qkv.recipes.translate.train_d2l` trains it in D2L's setting.
     """
 
     embed_size: int = 256

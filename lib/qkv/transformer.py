@@ -397,7 +397,7 @@ class TransformerConfig:
     """Hyper-parameters of the translation Transformer; the defaults are D2L's (D2L 11.7.6).
 
     ``TransformerConfig(...).build(src_vocab_size, tgt_vocab_size, tgt_pad)`` builds the model;
-    :func:`qkv.translate.train_d2l` trains it in D2L's setting.
+    :func:`qkv.recipes.translate.train_d2l` trains it in D2L's setting.
     """
 
     num_hiddens: int = 256

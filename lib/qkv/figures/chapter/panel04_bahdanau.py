@@ -32,9 +32,10 @@ def attention_map(sentence: str = SENTENCE):
     """The trained 11.4 translator's weights for ``sentence``: ``(weights (steps, T_valid), source tokens, emitted
     tokens)``, one row per decoding step up to the one that emitted ``<eos>``, the source cut to its valid tokens.
 
-    The model comes from :func:`qkv.translate.train_bahdanau`, which loads the cached weights of section 11.4 (and
-    trains them once, in D2L's setting, where no cache has them)."""
-    from qkv.translate import train_bahdanau, translate
+    The model comes from :func:`qkv.recipes.translate.train_bahdanau`, which loads the cached weights of section 11.4
+    (and trains them once, in D2L's setting, where no cache has them)."""
+    from qkv.recipes.translate import train_bahdanau
+    from qkv.translate import translate
 
     fitted, data = train_bahdanau(progress=False, log=lambda *args: None)
     ((translation, steps),) = translate(fitted.model, data, [sentence])
