@@ -266,11 +266,12 @@ def test_panel_5_alt_texts_say_what_the_trained_heads_do():
     """Panel 5's alt text, both languages: each head at a fixed offset, two heads sharing one, as the model of 11.5
     learns (trained for real here: the suite's smoke runs would not learn the task)."""
     from qkv.figures import multihead_attention as mh
+    from qkv.recipes import offsets
 
     task = mh.OffsetTask()
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("QKV_TRAIN_SMOKE", raising=False)
-        model = mh.fit_offset_reader(task).model.eval()
+        model = offsets.fit_offset_reader(task).model.eval()
     offsets = [offset for offset, _ in mh.head_offsets(model, task)]
     assert len(offsets) == 4 and len(set(offsets)) == 3, f"two of the four heads share an offset: {offsets}"
     _, en = _page_text("chapter-at-a-glance")

@@ -17,6 +17,7 @@ from course import notebooks as nbs  # noqa: E402
 from course.section import section  # noqa: E402
 from qkv import multihead as ref  # noqa: E402
 from qkv.figures import multihead_attention as figures  # noqa: E402
+from qkv.recipes import offsets as offset_recipes  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("close_figures")
 TASK = figures.OffsetTask()
@@ -32,7 +33,7 @@ def model():
     """The book's model, trained for real (the suite's smoke runs would not learn the task)."""
     with pytest.MonkeyPatch.context() as mp:  # not trained_offset_reader: its per-process cache may hold a smoke model
         mp.delenv("QKV_TRAIN_SMOKE", raising=False)
-        return figures.fit_offset_reader(TASK).model.eval()
+        return offset_recipes.fit_offset_reader(TASK).model.eval()
 
 
 def test_glance_shows_inputs_heads_concat_and_output_projection():
@@ -72,21 +73,21 @@ def test_training_repeats_and_is_cached_once(model, tmp_path, monkeypatch):
     assert len(data.train_dataloader()) == TASK.steps and data.X.shape == (TASK.steps * TASK.batch_size, 10)
     monkeypatch.delenv("QKV_TRAIN_SMOKE", raising=False)
     monkeypatch.setenv("QKV_TRAINED_DIR", str(tmp_path / "a"))
-    first = figures.fit_offset_reader(TASK)
-    again = figures.fit_offset_reader(TASK)
+    first = offset_recipes.fit_offset_reader(TASK)
+    again = offset_recipes.fit_offset_reader(TASK)
     assert first.trained and not again.trained and again.seconds == first.seconds
     for (name, a), b in zip(model.state_dict().items(), first.model.state_dict().values()):
         torch.testing.assert_close(a, b, rtol=0, atol=0, msg=f"{name} differs between two trainings")
     monkeypatch.setenv("QKV_TRAINED_DIR", str(tmp_path / "b"))
     monkeypatch.setenv("QKV_NO_TRAIN", "1")
     with pytest.raises(NotCached):
-        figures.fit_offset_reader(TASK)
+        offset_recipes.fit_offset_reader(TASK)
 
 
 def test_the_model_is_warmed_before_grading():
     from course.section import section
 
-    assert "qkv.figures.multihead_attention:trained_offset_reader" in section("multihead-attention").trains
+    assert "qkv.recipes.offsets:trained_offset_reader" in section("multihead-attention").trains
 
 
 def test_head_weights_are_the_layers_weights_per_head(model):

@@ -31,6 +31,7 @@ from qkv.figures import multihead_attention as mh
 from qkv.figures import transformer as fig_transformer
 from qkv.pretraining import DecoderOnlyLM, GPTConfig
 from qkv.recipes import lm as lm_recipes
+from qkv.recipes import offsets
 from qkv.recipes import translate as translate_recipe
 from qkv.recipes import vit as vit_recipe
 from qkv.recipes import weights as trained
@@ -328,8 +329,8 @@ REGISTRY = {
         lambda: vit_recipe.train_fashion_mnist(_recipe(img_size=28, patch_size=7), data=_fashion(), log=_quiet)[0]
     ),
     "qkv.recipes.vit:train_cnn": Loads(lambda: vit_recipe.train_cnn(data=_fashion(), log=_quiet)[0]),
-    "qkv.figures.multihead_attention:fit_offset_reader": Loads(lambda: mh.fit_offset_reader(_offset_task())),
-    "qkv.figures.multihead_attention:trained_offset_reader": Loads(lambda: mh.trained_offset_reader(_offset_task())),
+    "qkv.recipes.offsets:fit_offset_reader": Loads(lambda: offsets.fit_offset_reader(_offset_task())),
+    "qkv.recipes.offsets:trained_offset_reader": Loads(lambda: offsets.trained_offset_reader(_offset_task())),
     "qkv.figures.chapter.panel04_bahdanau:attention_map": Delegates(("train_bahdanau", "translate")),
     "qkv.figures.chapter.panel05_multihead:heads": Delegates(("trained_offset_reader", "head_weights", "head_offsets")),
     # the attention-cost lab builds and times its own modules

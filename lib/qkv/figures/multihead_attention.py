@@ -3,17 +3,15 @@
 :func:`glance` draws the section's diagram. The other figures look inside a small trained model,
 :class:`OffsetReader`: one multi-head self-attention layer (``qkv.multihead.MultiHeadAttention``) that reads, at
 every position of a sequence of random tokens, the tokens at three fixed offsets (:data:`OFFSETS`), a task where
-each head can specialise on one offset. :func:`trained_offset_reader` trains it (150 Adam steps on batches of 128
-sequences, seeded) once per setting, through :func:`qkv.recipes.weights.fit_or_load`, and loads it every other time;
-:func:`head_weights` returns each head's weights, :func:`head_offsets` the offset each head looks at, and
-:func:`head_importance` the loss when one head at a time is masked (D2L 11.5, exercise 2).
+each head can specialise on one offset. :func:`qkv.recipes.offsets.trained_offset_reader` trains it (150 Adam
+steps on batches of 128 sequences, seeded) once per setting and loads it every other time; :func:`head_weights`
+returns each head's weights, :func:`head_offsets` the offset each head looks at, and :func:`head_importance` the
+loss when one head at a time is masked (D2L 11.5, exercise 2).
 Shape letters are those of the glossary in :mod:`qkv`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -23,7 +21,6 @@ from torch.nn import functional as F
 
 from qkv.figures._draw import arrow, box, canvas
 from qkv.multihead import MultiHeadAttention
-from qkv.recipes.weights import Fitted
 from qkv.training import evaluating
 
 __all__ = [
@@ -32,9 +29,7 @@ __all__ = [
     "OffsetTask",
     "OffsetReader",
     "OffsetData",
-    "fit_offset_reader",
     "glance",
-    "trained_offset_reader",
     "offset_batch",
     "offset_loss",
     "head_weights",
@@ -109,45 +104,6 @@ class OffsetData:
     def train_dataloader(self):
         n = self.task.batch_size
         return [(self.X[i : i + n], self.Y[i : i + n]) for i in range(0, len(self.X), n)]
-
-
-@contextlib.contextmanager
-def _one_thread():
-    """Tensors this small train several times faster on one thread than on contended ones."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-def fit_offset_reader(task: OffsetTask = OffsetTask(), log=None) -> Fitted:
-    """:class:`OffsetReader` trained with Adam on :class:`OffsetData`, seeded by ``task.seed``, or loaded if it was
-    trained before in this setting (:func:`qkv.recipes.weights.fit_or_load`, which also refuses to train where
-    training is forbidden). ``log`` gets fit_or_load's one-line message (default: none). Returns the
-    :class:`~qkv.recipes.weights.Fitted`."""
-    from qkv.recipes.weights import fit_or_load
-    from qkv.training import Trainer
-
-    trainer = Trainer(1, seed=task.seed, optimizer="adam", lr=task.lr, progress=False, device="cpu")
-    with _one_thread():
-        return fit_or_load(
-            "offset-reader", lambda: OffsetReader(task), OffsetData(task), trainer, config=task,
-            log=log or (lambda message: None),
-        )  # fmt: skip
-
-
-@functools.lru_cache(maxsize=4)
-def trained_offset_reader(task: OffsetTask = OffsetTask()) -> OffsetReader:
-    """The model of :func:`fit_offset_reader`, once per process and task, in evaluation mode, with
-    ``train_seconds`` (the wall time of its training) and ``trained_now`` (False when its weights were loaded).
-    Do not change its weights: the cache hands out the same model. Listed in 11.5's front matter (``trains:``), so
-    that ``make release`` trains it before any grading run."""
-    fitted = fit_offset_reader(task)
-    model = fitted.model.eval()
-    model.train_seconds, model.trained_now = fitted.seconds, fitted.trained
-    return model
 
 
 #: The number of sequences that :func:`head_offsets` and :func:`head_importance` average over.

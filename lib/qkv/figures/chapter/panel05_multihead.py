@@ -37,12 +37,13 @@ def heads():
     """Each head's weights on one sequence of 11.5's offset task, ``(H, T, T)``, and each head's offset (key
     position minus query position) that gets the most weight over the task's evaluation batch, as a list.
 
-    The model is :func:`qkv.figures.multihead_attention.trained_offset_reader` (cached by
+    The model is :func:`qkv.recipes.offsets.trained_offset_reader` (cached by
     :mod:`qkv.recipes.weights`)."""
     from qkv.figures import multihead_attention as mh
+    from qkv.recipes import offsets
 
     task = mh.OffsetTask()
-    model = mh.trained_offset_reader(task)
+    model = offsets.trained_offset_reader(task)
     X, _ = mh.offset_batch(task, 1, torch.Generator().manual_seed(task.seed + 7))  # (1, T)
     weights = mh.head_weights(model, X)[0]  # (1, H, T, T) -> (H, T, T)
     return weights.detach().clone(), [offset for offset, _ in mh.head_offsets(model, task)]
