@@ -1111,3 +1111,23 @@ def test_pretraining_t5_example_is_six_target_tokens_for_eleven():
     page = "\n".join(c.source for c in nbs.read(section(PRETRAINING).path).cells)
     shown = re.search(r"target: (<extra_id_0>.+?)\n", page)
     assert shown and shown.group(1).split() == [sentinels[0], "for", "inviting", sentinels[1], "last", sentinels[2]]
+
+
+def test_vit_positions_start_several_times_larger_than_the_patch_tokens(data_dir):
+    """11.8: D2L's positions start at standard deviation 1, 'several times larger than the patch tokens, whose standard
+    deviation is about 0.3 at initialisation' (review 2026-12-06, F1: the page said 'as large'). Measured on real
+    Fashion-MNIST images with PyTorch's default initialisation, the course's patches (7 px, N = 64), three seeds."""
+    from qkv import vit as ref
+    from qkv.data import FashionMNIST
+
+    text = prose(VIT)
+    said = number_after(text, r"whose standard deviation is about ([\d.]+) at initialisation", "the tokens' spread")
+    assert "several times larger than the patch tokens" in text
+    X, _ = next(iter(FashionMNIST(256, num_train=512, num_val=256, data_dir=data_dir).val_dataloader()))
+    stds = []
+    for seed in range(3):
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            stds.append(float(ref.PatchEmbedding(28, 7, 64)(X).std()))  # (B, P, N)
+    assert all(abs(s - said) < 0.06 for s in stds), f"the tokens' standard deviations are {stds}, not about {said}"
+    assert 1 / max(stds) > 2.5, "1 is not several times the tokens' spread"
