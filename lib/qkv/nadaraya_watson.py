@@ -210,7 +210,7 @@ def loo_loss(x, y, kernel, sigma: float) -> float:
 
 
 def select_bandwidth(x, y, kernel, sigmas: Sequence[float]) -> tuple[float, list[float]]:
-    """The bandwidth among ``sigmas`` with the least leave-one-out loss (D2L 11.2.3, exercise 2).
+    """The bandwidth among ``sigmas`` with the least leave-one-out loss (D2L 11.2.5, exercise 2).
 
     Returns ``(best_sigma, losses)`` with ``losses[i] = loo_loss(x, y, kernel, sigmas[i])``;
     on a tie the first of the tied bandwidths wins.
