@@ -1,6 +1,6 @@
 """The Transformer encoder-decoder, with a key/value cache for decoding (D2L 11.7).
 
-The Transformer is built from attention alone. Each encoder block runs
+The Transformer has no recurrence and no convolution. Each encoder block runs
 multi-head self-attention and a position-wise feed-forward network, each
 followed by a residual connection and layer normalisation ("add & norm",
 post-norm as in the original paper and D2L). Each decoder block adds, between
