@@ -5,8 +5,8 @@ notebook, then nbgrader's ``OverwriteCells`` puts the hidden tests back from the
 submission's answer cells (nbgrader ``solution`` cells, matched by grade_id and cell type) are taken. Edited locked
 cells and forged metadata are ignored (the course's own cells run) and reported: an edit is a change to a cell's
 source, type or grading role, or to a key only a hand could change (:data:`HAND_KEYS`), decided with nbgrader's own
-checksum function; a derived key that a tool did not keep is never an edit (issue 37: every door a student takes,
-release, the book's download, Colab, jupytext, must grade).
+checksum function; a derived key that a tool did not keep is never an edit, so that every door a student takes (the
+release, the book's download, Colab, jupytext) grades.
 
 Reading cells: the course's own notebooks (the release, and the notebook rebuilt from it, whose metadata is the
 release's) are read with nbgrader's ``nbgrader.utils.is_solution`` / ``is_locked``. A submission's cells are read
