@@ -46,7 +46,7 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# The suite's tiers are set by file in tests/conftest.py (TIERS); loadgroup keeps each section's in-process grading
+# The suite's tiers are its folders (tests/unit, notebooks, grading, book: tests/conftest.py); loadgroup keeps each section's in-process grading
 # cases in one worker, so that its notebook runs once (tests/support/inprocess.py).
 PYTEST := $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup
 

@@ -35,7 +35,7 @@ newlines included. The mutated cell must compile and must differ from the
 solution. :func:`load` checks the file; :meth:`Mutant.apply` applies one
 mutant; :func:`mutated_cell` gives the whole cell a student with that mistake
 would hand in (what ``tests.support.inprocess.run_section(answers=...)`` and
-the grading corpus take). ``tests/test_grading_answers.py`` proves that the
+the grading corpus take). ``tests/notebooks/test_grading_answers.py`` proves that the
 hidden tests reject every one.
 
 Variants are the positive counterpart: correct answers written differently from
@@ -43,12 +43,13 @@ the reference (a loop over time steps, ``einsum``, another masking constant that
 gives the same weights), in ``autograder/sections/<module>/variants.toml``
 (:attr:`course.section.Section.variants`), in the same format with ``correct``
 (why the answer is still right) in place of ``mistake``. :func:`load_variants`
-reads them; ``tests/test_grading_answers.py`` proves that every one keeps full
+reads them; ``tests/notebooks/test_grading_answers.py`` proves that every one keeps full
 points, so that a test made stricter never rejects a right answer.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 import tomllib
@@ -75,7 +76,7 @@ KEYS = {
 
 #: The kinds of mistake a hidden test must separate (issue 26; ``../shared/STYLE.md``, lesson 15), and what each
 #: means. A hidden test file's ``# Classes:`` block says, for each, which check catches it or why none applies
-#: (``tests/test_hidden_contracts.py``); a class it checks has at least one mutant of that class.
+#: (``tests/unit/autograder/test_hidden_contracts.py``); a class it checks has at least one mutant of that class.
 CLASSES = {
     "value": "a wrong result on ordinary input (a formula, an axis, an off-by-one)",
     "dtype": "a dtype the contract names is lost (float64, float16, bfloat16 in, or the default dtype)",
@@ -306,3 +307,52 @@ def solved_cell(section: Section | str, grade_id: str) -> str:
 def mutated_cell(section: Section | str, grade_id: str, name: str) -> str:
     """The whole stub cell a student with mutant ``name``'s mistake hands in: the solved cell, edited."""
     return find(section, grade_id, name).apply(solved_cell(section, grade_id))
+
+
+# ---------------------------------------------------------------- notebooks a student could hand in
+# The solved notebook and the notebook with one known mistake: what the grading tests, the corpus of bad
+# submissions and the grading benchmarks hand the grader.
+
+#: What a perfect student writes in every written-answer cell (``nbs.role(cell) == "answer"``).
+WRITTEN_ANSWER = "A short answer in my own words."
+
+
+def answered(nb, section: Section | str):
+    """``nb`` (changed in place, and returned) with every stub answered by the reference (``solutions/``) and every
+    written answer filled with :data:`WRITTEN_ANSWER`: only the answer cells' sources change."""
+    answers = assemble.solutions_module(section)
+    for cell in nb.cells:
+        if nbs.role(cell) == "stub":
+            cell.source = assemble.fill_stubs(cell.source, nbs.grade_id(cell), answers, markers=False)
+        elif nbs.role(cell) == "answer":
+            cell.source = WRITTEN_ANSWER
+    return nb
+
+
+def solved_notebook(release_path: Path, section: Section | str):
+    """What a perfect student hands in: the release notebook at ``release_path``, every stub answered by the
+    reference and every written answer filled."""
+    import nbformat
+
+    return answered(nbformat.read(release_path, as_version=4), section)
+
+
+def find_cell(nb, grade_id: str):
+    """The first cell of ``nb`` whose nbgrader ``grade_id`` is ``grade_id``; a clear error names the ones it has."""
+    for cell in nb.cells:
+        if nbs.grade_id(cell) == grade_id:
+            return cell
+    ids = ", ".join(g for g in (nbs.grade_id(c) for c in nb.cells) if g)
+    raise MutantError(f"the notebook has no cell {grade_id!r}; its cells are: {ids}")
+
+
+def with_answer(nb, grade_id: str, source: str):
+    """A copy of ``nb`` whose cell ``grade_id`` holds ``source`` (``nb`` is left as it was)."""
+    out = copy.deepcopy(nb)
+    find_cell(out, grade_id).source = source
+    return out
+
+
+def names_by_stub(section: Section | str) -> dict[str, list[str]]:
+    """Every mutant of a section by name: stub grade_id -> mutant names, both sorted (a stable order)."""
+    return {gid: sorted(m.name for m in group) for gid, group in sorted(by_stub(section).items())}

@@ -5,7 +5,7 @@
 its own module so that those three do not import each other. Every path inside
 the folder comes from :func:`course_path` (nbgrader's own
 ``CourseDirectory.format_path``, with the folder names of the course's
-``nbgrader_config.py``); ``tests/test_layout.py`` checks that nothing else spells them.
+``nbgrader_config.py``); ``tests/unit/course/test_layout.py`` checks that nothing else spells them.
 """
 
 from __future__ import annotations

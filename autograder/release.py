@@ -4,7 +4,7 @@
 :mod:`autograder.assemble` (book + solutions + hidden tests, inside nbgrader's
 markers); ``nbgrader generate_assignment`` then writes
 ``_build/course/release/<slug>/<slug>.ipynb``, which must equal the book's
-notebook cell for cell (``tests/test_release.py``).
+notebook cell for cell (``tests/grading/test_release.py``).
 
 ``make release`` also makes sure the trained models that sections show are in the trained-weights cache
 (each section's front matter's ``trains:``, :attr:`course.section.Section.trains`): the grader binds that

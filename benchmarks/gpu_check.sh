@@ -3,7 +3,7 @@
 #
 #     bash benchmarks/gpu_check.sh            # from the repository root, or from anywhere
 #
-# 1. the tests that need a GPU: tests/test_timing.py (CUDA events, CUDA peak memory) and tests/test_costlab.py
+# 1. the tests that need a GPU: tests/unit/qkv/test_timing.py (CUDA events, CUDA peak memory) and tests/unit/qkv/test_costlab.py
 #    (the sweep in float16 with the fused kernels, out-of-memory handling); they are skipped on machines without
 #    one, so this step fails if any of them was skipped here;
 # 2. the attention-cost benchmark, benchmarks/attention_cost.py --device cuda (under 5 minutes), which writes
@@ -49,7 +49,7 @@ say ""
 say "## 1. tests that need a GPU"
 if "$PY" -c "import pytest, hypothesis" 2>/dev/null; then
     OUT=$(mktemp)
-    "$PY" -m pytest -q -rs -p no:cacheprovider tests/test_timing.py tests/test_costlab.py 2>&1 | tee "$OUT" | tee -a "$LOG"
+    "$PY" -m pytest -q -rs -p no:cacheprovider tests/unit/qkv/test_timing.py tests/unit/qkv/test_costlab.py 2>&1 | tee "$OUT" | tee -a "$LOG"
     status=${PIPESTATUS[0]}
     if [ "$status" -ne 0 ]; then
         say "gpu_check: the tests failed (exit $status)"; failed=$((failed + 1))

@@ -46,9 +46,11 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import _course  # noqa: E402 (benchmarks/_course.py)
+
+from autograder import mutants as known  # noqa: E402
 from autograder import release  # noqa: E402
 from course import notebooks as nbs  # noqa: E402
-from tests.support import corpus  # noqa: E402
 
 SLUG = "attention-scoring-functions"
 OUT = ROOT / "_build" / "benchmarks" / "grading.md"
@@ -58,28 +60,28 @@ TARGET = 3.0
 def make_class(dest: Path, release: Path, students: int, slug: str = SLUG) -> dict[str, str]:
     """Write ``students`` submissions of section ``slug`` under ``dest``; returns student -> what it is.
     Deterministic: every known mistake of the section, pairs of them, broken and invalid notebooks, the rest right."""
-    solved = corpus.solved_notebook(release, slug)
+    solved = known.solved_notebook(release, slug)
     blank = nbformat.read(release, as_version=4)
-    mutants = [(gid, name) for gid, names in corpus.mutants(slug).items() for name in names]
-    stubs = [gid for gid in corpus.mutants(slug)]
+    mutants = [(gid, name) for gid, names in known.names_by_stub(slug).items() for name in names]
+    stubs = [gid for gid in known.names_by_stub(slug)]
     kinds: list[tuple[str, object]] = []
     for gid, name in mutants:  # every known mistake once
-        kinds.append((f"mutant {gid}/{name}", corpus.with_answer(solved, gid, corpus.mutant_source(slug, gid, name))))
+        kinds.append((f"mutant {gid}/{name}", known.with_answer(solved, gid, known.mutated_cell(slug, gid, name))))
     for i in range(8):  # two mistakes in different exercises
         (g1, n1), (g2, n2) = mutants[i * 3 % len(mutants)], mutants[(i * 3 + 11) % len(mutants)]
         if g1 == g2:
             continue
-        nb = corpus.with_answer(solved, g1, corpus.mutant_source(slug, g1, n1))
-        kinds.append((f"mutants {g1}/{n1} + {g2}/{n2}", corpus.with_answer(nb, g2, corpus.mutant_source(slug, g2, n2))))
+        nb = known.with_answer(solved, g1, known.mutated_cell(slug, g1, n1))
+        kinds.append((f"mutants {g1}/{n1} + {g2}/{n2}", known.with_answer(nb, g2, known.mutated_cell(slug, g2, n2))))
     broken = [
         ("unanswered", blank),
         ("unanswered", blank),
         (
             "raises in an answer cell",
-            corpus.with_answer(solved, stubs[0 % len(stubs)], "raise ValueError('not done yet')"),
+            known.with_answer(solved, stubs[0 % len(stubs)], "raise ValueError('not done yet')"),
         ),
-        ("syntax error", corpus.with_answer(solved, stubs[1 % len(stubs)], "def oops(:\n    pass")),
-        ("syntax error", corpus.with_answer(solved, stubs[2 % len(stubs)], "class AdditiveAttention(\n")),
+        ("syntax error", known.with_answer(solved, stubs[1 % len(stubs)], "def oops(:\n    pass")),
+        ("syntax error", known.with_answer(solved, stubs[2 % len(stubs)], "class AdditiveAttention(\n")),
         ("answer cell deleted", _without(solved, stubs[3 % len(stubs)])),
         ("invalid JSON", '{"cells": ['),
         ("empty file", ""),
@@ -156,7 +158,7 @@ def main(argv=None) -> int:
 
 def compare(slug: str, args) -> int:
     """Stock nbgrader against ours on ``args.students`` submissions; returns 1 when the target is missed."""
-    template = corpus.course_template((slug,))
+    template = _course.released(slug)
     work = Path(tempfile.mkdtemp(prefix="grading-bench-"))
     try:
         klass = work / "class"
@@ -299,7 +301,7 @@ def scale(slug: str, n: int, workers: int = 2) -> int:
     grades.csv agree. Returns 1 when they differ or the overhead passes :data:`OVERHEAD_TARGET`."""
     from distributed import LocalCluster
 
-    template = corpus.course_template((slug,))
+    template = _course.released(slug)
     work = Path(tempfile.mkdtemp(prefix="grading-scale-"))
     load = os.getloadavg()
     try:

@@ -30,9 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import _course  # noqa: E402 (benchmarks/_course.py)
+
 from autograder import similarity  # noqa: E402
 from autograder.nbcourse import Course  # noqa: E402
-from tests.support import corpus  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "similarity.md"
 TARGET = 0.10  # the report's share of grading's time
@@ -108,7 +109,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     bench = grading_benchmark()
     slug = args.section
-    template = corpus.course_template((slug,))
+    template = _course.released(slug)
     work = Path(tempfile.mkdtemp(prefix="similarity-bench-"))
     load = os.getloadavg()
     try:

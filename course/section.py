@@ -24,13 +24,12 @@ trained models      the notebook's front matter, ``trains:``         yes
 ==================  ===============================================  =========
 
 Adding a section is adding files in this pattern and one ``_toc.yml`` line;
-``tests/test_book_structure.py`` says what a section lacks.
+``tests/unit/course/test_book_structure.py`` says what a section lacks.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -182,19 +181,13 @@ CHAPTER_PAGES = ("chapter-at-a-glance", "chapter-at-a-glance-zh")
 CHAPTER_FIGURES = "chapter"
 
 
-#: A test run about some sections only (``tests/test_new_section.py`` runs a copy's tests for its new section):
-#: their slugs, comma-separated. Unset, every section counts.
-ONLY_ENV = "QKV_TEST_SECTIONS"
-
-
 def sections(root: Path = ROOT) -> list[Section]:
     """The graded section notebooks, in the order of ``_toc.yml``: pages that are notebooks with nbgrader cells
-    (never the :data:`CHAPTER_PAGES`); only those named in ``$QKV_TEST_SECTIONS`` where it is set."""
-    only = {slug.strip() for slug in os.environ.get(ONLY_ENV, "").split(",") if slug.strip()}
+    (never the :data:`CHAPTER_PAGES`)."""
     out = []
     for name in nbs.toc_files(root / "_toc.yml"):
         path = root / f"{name}.md"
-        if Path(name).name in CHAPTER_PAGES or (only and Path(name).name not in only):
+        if Path(name).name in CHAPTER_PAGES:
             continue
         if path.exists() and nbs.is_notebook_source(path) and any(nbs.role(c) != "plain" for c in nbs.read(path).cells):
             out.append(Section(slug=Path(name).name, root=root))

@@ -6,7 +6,7 @@ release and of the book's download button, cell for cell, nbgrader's metadata in
 that installs the course library from the repository, and does nothing outside Colab. Publish ``DIR`` as the
 branch that ``qkv_colab_branch`` in ``_config.yml`` names (``notebooks``): the book's Colab buttons
 (``book/_ext/colab_launch.py``) open those files. A notebook completed on Colab is graded like any other: the
-grader takes only the answer cells, and reads Colab's own saved format (``tests/test_doors.py``).
+grader takes only the answer cells, and reads Colab's own saved format (``tests/grading/test_doors.py``).
 """
 
 from __future__ import annotations

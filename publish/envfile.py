@@ -1,7 +1,7 @@
 """Write environment.yml, the course's environment for conda (and for Binder), from one rule: install constraints.txt.
 
-``python -m publish.envfile`` writes it; ``tests/test_environment.py`` checks that it is exactly what this module
-renders, and that pip, reading its ``pip:`` section as conda hands it over, gets every pin of constraints.txt.
+``python -m publish.envfile`` writes it; ``tests/unit/tooling/test_environment.py`` checks that it is exactly what this
+module renders, and that pip, reading its ``pip:`` section as conda hands it over, gets every pin of constraints.txt.
 
 Why environment.yml does not repeat the pins. It used to copy every ``name==version`` line of constraints.txt into
 its ``pip:`` section. It need not: conda passes the ``pip:`` lines to pip verbatim, as a requirements file, and a
@@ -31,6 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PIN = re.compile(r"^([A-Za-z0-9_.\-\[\]]+)==([^\s;#]+)")
 PYTHON = "3.11"  # the Makefile's PYTHON (python3.11); constraints.txt pins packages, not the interpreter
 PIP_LINES = ("-c constraints.txt", "-e .[dev]")
+#: The public repository's environment (Binder, a student with conda): the student's extra, not the grader's tools.
+PUBLIC_PIP_LINES = ("-c constraints.txt", "-e .[course]")
 
 
 def pins(text: str) -> dict[str, str]:
@@ -43,11 +45,12 @@ def pins(text: str) -> dict[str, str]:
     return out
 
 
-def render() -> str:
-    """The text of environment.yml."""
+def render(pip_lines: tuple[str, ...] = PIP_LINES) -> str:
+    """The text of environment.yml (the public repository's: ``render(PUBLIC_PIP_LINES)``)."""
     lines = [
         "# Conda environment of the course: Python, then pip installs constraints.txt's exact versions (the same",
-        "# command as make's bootstrap). Written by `python -m publish.envfile`; tests/test_environment.py checks it.",
+        "# command as make's bootstrap). Written by `python -m publish.envfile`;",
+        "# tests/unit/tooling/test_environment.py checks it.",
         "#   conda env create -f environment.yml && conda activate qkv-course",
         "name: qkv-course",
         "channels:",
@@ -56,7 +59,7 @@ def render() -> str:
         f"  - python={PYTHON}",
         "  - pip",
         "  - pip:",
-        *(f"      - {line}" for line in PIP_LINES),
+        *(f"      - {line}" for line in pip_lines),
     ]
     return "\n".join(lines) + "\n"
 

@@ -16,7 +16,7 @@ private, and the public repository is written from it by this module: ``DIR`` (d
 Every run replaces ``DIR`` completely (no stale file survives) except a ``.git`` in it, so ``DIR`` can be a clone
 of the public repository: ``make public``, then commit and push there. A symbolic link is copied as the file it
 names only when that file is inside the repository and allowlisted itself; any other link stops the run.
-``tests/test_public.py`` checks the tree: exactly these paths, no line of any answer, ``pip install`` works, and
+``tests/book/test_public.py`` checks the tree: exactly these paths, no line of any answer, ``pip install`` works, and
 the book stages the same student edition from it.
 """
 
@@ -34,7 +34,7 @@ import yaml
 
 from course import notebooks as nbs
 from course.section import sections
-from publish import colab
+from publish import colab, envfile
 
 ROOT = nbs.ROOT
 OUT = ROOT / "_build" / "public"
@@ -48,11 +48,10 @@ ALLOW: dict[str, str] = {
     "_config.yml": "the book's configuration",
     "_toc.yml": "the book's table of contents",
     "references.bib": "the book's bibliography",
-    "pyproject.toml": "the package qkv and its dev extra (pip install -e '.[dev]')",
+    "pyproject.toml": "the package qkv and its extras (a student's: pip install -e '.[course]')",
     "LICENSE": "the MIT licence of the code",
     "LICENSE-text.md": "the CC BY-SA 4.0 licence of the text and figures, with the credit to D2L",
     "constraints.txt": "the pinned environment",
-    "environment.yml": "the same environment for conda and Binder",
     ".ci/system-deps.sh": "the Debian packages that the Makefile's bootstrap checks",
     ".gitignore": "what git leaves out: .venv, _build, caches",
     "course/__init__.py": "make book and make notebooks: the package course",
@@ -77,6 +76,7 @@ ALLOW: dict[str, str] = {
 GENERATED: dict[str, str] = {
     "README.md": "for readers and students, from publish/public/README.md",
     "Makefile": "make book (the student edition) and make notebooks, from publish/public/Makefile",
+    "environment.yml": "the same environment for conda and Binder, with the student's extra (publish.envfile)",
     "notebooks/": "the Colab notebooks (publish.colab): the contents of the Colab branch",
     MARKER: "says that make public wrote this folder, so that the next run may replace it",
 }
@@ -289,6 +289,7 @@ def write(out: Path = OUT, allow=ALLOW) -> list[str]:
             render((TEMPLATES / "README.md").read_text(encoding="utf-8"), values), encoding="utf-8"
         )
         shutil.copy2(TEMPLATES / "Makefile", partial / "Makefile")
+        (partial / "environment.yml").write_text(envfile.render(envfile.PUBLIC_PIP_LINES), encoding="utf-8")
         colab.write(partial / "notebooks")
         (partial / MARKER).write_text(_MARKER_TEXT, encoding="utf-8")
         out.mkdir(parents=True, exist_ok=True)

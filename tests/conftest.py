@@ -36,42 +36,50 @@ os.environ.setdefault("QKV_TEST_SESSION", uuid.uuid4().hex)
 for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ[_name] = "1"
 
-#: The tiers of the suite, by test file (``make test-<tier>`` runs one; ``make test`` runs them all). A file not
-#: named here is ``unit``: the edit loop's tier, ``make test-fast``.
-TIERS = {
-    "notebooks": (
-        "test_grading_answers",
-        "test_notebooks_nbval",
-        "test_attention_cost_lab",
-    ),
-    "grading": (
-        "test_sandbox",
-        "test_grade_cli",
-        "test_grade_reports",
-        "test_grading_corpus",
-        "test_grade_limits",
-        "test_cluster",
-        "test_postgres_gradebook",
-        "test_release",
-        "test_rubrics",
-        "test_gradescope",  # its whole cycle grades in the sandbox without bubblewrap
-        "test_doors",  # every door a student takes, graded
-    ),
-    "book": (
-        "test_book_browser",
-        "test_chapter_glance_browser",
-        "test_jupyterlab_student",
-        "test_new_section",  # its copy's book starts from this checkout's smoke book
-        "test_public",  # the public tree: written, staged, installed, and its make book run
-        "test_book_build",  # Jupyter Book on a one-page book
-    ),
-}
-_TIER_OF_FILE = {name: tier for tier, names in TIERS.items() for name in names}
+#: A test run about some sections only: their slugs, comma-separated (``tests/book/test_new_section.py`` runs a
+#: copy's tests for its new section alone). The suite's own switch, so it lives here and not in ``course``: set, the
+#: tests see ``course.section.sections()`` give those sections only (patched before any test module imports it).
+ONLY_SECTIONS_ENV = "QKV_TEST_SECTIONS"
+
+
+def _only_the_named_sections() -> None:
+    only = {slug.strip() for slug in os.environ.get(ONLY_SECTIONS_ENV, "").split(",") if slug.strip()}
+    if not only:
+        return
+    import course.section
+
+    every = course.section.sections
+
+    def sections(root: Path = course.section.ROOT) -> list:
+        return [s for s in every(root) if s.slug in only]
+
+    sections.__doc__ = every.__doc__
+    course.section.sections = sections
+
+
+_only_the_named_sections()
+
+#: The tiers of the suite, one folder each under ``tests/`` (``make test-<tier>`` runs one; ``make test`` runs them
+#: all): where a test lives says when it runs. ``unit`` is the edit loop's tier (``make test-fast``), in folders that
+#: mirror the packages it tests (``qkv``, ``autograder``, ``course``, ``publish``, and ``tooling`` for the suite's
+#: and the benchmarks' own arrangements).
+TIERS = ("unit", "notebooks", "grading", "book")
+TESTS = REPO / "tests"
 
 
 def tier(item) -> str:
-    """The tier of a collected test: by its file, else ``unit``."""
-    return _TIER_OF_FILE.get(Path(str(item.fspath)).stem, "unit")
+    """The tier of a collected test: the folder under ``tests/`` that holds its file."""
+    return tier_of(Path(str(item.fspath)))
+
+
+def tier_of(path: Path) -> str:
+    """The tier of the test file ``path``: its first folder under ``tests/``; a clear error for a file outside them."""
+    parts = path.resolve().relative_to(TESTS).parts
+    if len(parts) < 2 or parts[0] not in TIERS:
+        raise pytest.UsageError(
+            f"{path}: a test file lives in one tier's folder under tests/ ({', '.join(TIERS)}); move it into one"
+        )
+    return parts[0]
 
 
 def pytest_collection_modifyitems(config, items):
@@ -92,7 +100,8 @@ def pytest_collection_modifyitems(config, items):
 
 
 def grading_group(nodeid: str) -> str | None:
-    """``grading-<slug>`` for a case of ``tests/test_grading_answers.py`` (its id starts with the slug), else None."""
+    """``grading-<slug>`` for a case of ``tests/notebooks/test_grading_answers.py`` (its id starts with the slug),
+    else None."""
     path, _, rest = nodeid.partition("::")
     if not path.endswith("test_grading_answers.py") or "[" not in rest:
         return None
@@ -100,7 +109,7 @@ def grading_group(nodeid: str) -> str | None:
 
 
 def page_group(nodeid: str) -> str | None:
-    """``page-<name>`` for a test of ``tests/test_book_browser.py`` about one page (its id is the page's toc name,
+    """``page-<name>`` for a test of ``tests/book/test_book_browser.py`` about one page (its id is the page's toc name,
     ``book/...``), else None."""
     path, _, rest = nodeid.partition("::")
     if not path.endswith("test_book_browser.py") or "[book/" not in rest:
@@ -111,7 +120,7 @@ def page_group(nodeid: str) -> str | None:
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadgroup`` (``make test``): each section's grading cases go to one worker, so that its notebook's
     process starts once (``tests/support/inprocess.py``); so do the browser tests of one page, so that Chromium
-    opens and photographs it once (``pages`` in ``tests/test_book_browser.py`` keeps a visit per worker: split
+    opens and photographs it once (``pages`` in ``tests/book/test_book_browser.py`` keeps a visit per worker: split
     across both, each page was visited twice); every other test is its own unit, sent to whichever worker
     is free. (pytest-xdist's own groups, ``xdist_group`` marks, do not reach its scheduler under pytest 9, whose node
     ids it can no longer rewrite; this scheduler groups by node id instead.)"""
@@ -250,7 +259,7 @@ def pytest_terminal_summary(terminalreporter):
     total = sum(_SECONDS_PER_FILE.values())
     write(f"{'seconds':>8} {'share':>6} {'tests':>6}  {'tier':<9} file")
     for path, seconds in sorted(_SECONDS_PER_FILE.items(), key=lambda kv: -kv[1]):
-        file_tier = _TIER_OF_FILE.get(Path(path).stem, "unit")
+        file_tier = Path(path).parts[1] if path.startswith("tests/") else "?"
         share = seconds / total if total else 0.0
         write(f"{seconds:8.1f} {share:6.1%} {_TESTS_PER_FILE.get(path, 0):6d}  {file_tier:<9} {path}")
     write(f"{total:8.1f} {'':6} {sum(_TESTS_PER_FILE.values()):6d}  {'':9} all files")

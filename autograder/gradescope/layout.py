@@ -1,5 +1,5 @@
 """The names inside a Gradescope autograder zip, once (``setup.sh`` and ``run_autograder`` spell the same ones;
-``tests/test_gradescope.py`` checks that they do).
+``tests/grading/test_gradescope.py`` checks that they do).
 
 Gradescope unpacks the zip into ``$AUTOGRADER_ROOT/source`` (``/autograder/source``), puts the student's files in
 ``submission/`` and reads ``results/results.json``; ``setup.sh`` makes the virtual environment ``venv/`` beside

@@ -13,7 +13,7 @@ release's) are read with nbgrader's ``nbgrader.utils.is_solution`` / ``is_locked
 by :func:`untrusted_meta` and :func:`untrusted_is_answer` instead, because nbgrader's helpers assume well-formed
 metadata (``cell.metadata['nbgrader'].get(...)``). A submitted cell whose ``metadata.nbgrader`` is a string, a
 list or ``null``, which nbformat reads without complaint, makes them raise ``AttributeError``; one whose
-``metadata`` is a list, ``TypeError``. ``tests/test_grade_cli.py`` checks both, and that :func:`rebuild` takes
+``metadata`` is a list, ``TypeError``. ``tests/grading/test_grade_cli.py`` checks both, and that :func:`rebuild` takes
 such a notebook in its stride: a malformed answer cell counts as missing (its stub is graded), a malformed locked
 cell as deleted.
 """

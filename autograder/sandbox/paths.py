@@ -41,7 +41,7 @@ def data_paths() -> list[Path]:
 def trained_paths() -> list[Path]:
     """The folder of cached trained weights (``qkv.recipes.weights.trained_dir()``), where it exists: read-only, so
     that a section that shows a trained model loads it (``make release`` trains it first) and never trains here."""
-    # trained_dir(), without importing torch into the grader (tests/test_recipes_weights.py checks they agree)
+    # trained_dir(), without importing torch into the grader (tests/unit/qkv/test_recipes_weights.py checks they agree)
     env, cache = os.environ.get("QKV_TRAINED_DIR"), os.environ.get("QKV_CACHE_DIR")
     if env:
         folder = Path(env).expanduser()

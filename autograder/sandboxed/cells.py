@@ -41,7 +41,7 @@ def _summarise_figures() -> list[dict]:
     return outputs
 
 
-def _name_stub(error) -> None:
+def name_stub(error) -> None:
     """Give an unanswered stub's bare ``NotImplementedError``, raised under a hidden part (where IPython's
     handler, :func:`qkv.checks.install`, does not see it), the message that handler gives it in a cell."""
     checks = guard.CURRENT.checks if guard.CURRENT is not None else None
@@ -67,7 +67,7 @@ def run_cell(shell: GraderShell, source: str, count: int, limits: dict) -> list[
             error = result.error_before_exec or result.error_in_exec
         if hidden is not None and result.success and error is None and not cell.failed:
             error = guard.run_hidden(shell, hidden, lines, count, cell)
-            _name_stub(error)
+            name_stub(error)
     except BaseException as exc:  # noqa: BLE001 (whatever escapes the shell is the cell's error too)
         error = exc
     finally:

@@ -2,7 +2,7 @@
 hidden part, which runs in a namespace of its own.
 
 This is where the grader leans on torch's internals (:data:`UNGUARDED`); the honest-notebook test in
-``tests/test_sandbox.py`` is what notices when a torch release rebinds one more attribute.
+``tests/grading/test_sandbox.py`` is what notices when a torch release rebinds one more attribute.
 """
 
 from __future__ import annotations

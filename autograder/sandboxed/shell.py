@@ -1,7 +1,8 @@
 """IPython's shell as a Jupyter kernel uses it, its outputs collected into :class:`~.capture.CellOutputs`.
 
 This is where the grader leans on IPython's private API (``CachingCompiler._filename_map``, ``_showtraceback``,
-``_tee``); the ``ipython`` pin in ``constraints.txt`` holds it, and ``tests/test_sandbox.py`` runs cells through it.
+``_tee``); the ``ipython`` pin in ``constraints.txt`` holds it, and
+``tests/unit/autograder/test_sandboxed_cells.py`` runs cells through it.
 """
 
 from __future__ import annotations

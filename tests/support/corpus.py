@@ -11,8 +11,8 @@ exercises ``attention_pooling`` (3 points), ``sharp_similarity`` (2) and
 ``averaging_similarity`` (1), whose tests are ``test_<exercise>``; note that
 the tests of the last two call the student's ``attention_pooling``.
 
-:func:`with_answer`, :func:`mutant_source` and :func:`solved_notebook` also
-serve the grading benchmark, for any section.
+:func:`solved_notebook`, :func:`with_answer` and :func:`mutant_source` are :mod:`autograder.mutants`'s, which the
+grading benchmarks use as well.
 """
 
 from __future__ import annotations
@@ -25,9 +25,7 @@ import textwrap
 from pathlib import Path
 
 import nbformat
-from filelock import FileLock
 
-from autograder import assemble
 from autograder import mutants as known_mutants
 from course import notebooks as nbs
 from course.section import section
@@ -36,20 +34,8 @@ from publish import colab
 from tests.support import once
 
 SLUG = "queries-keys-values"
-WRITTEN_ANSWER = "A short answer in my own words."
+WRITTEN_ANSWER = known_mutants.WRITTEN_ANSWER
 CACHE = nbs.ROOT / "_build" / "grading-course-cache"
-
-
-def run_once(folder: Path, produce):
-    """``produce(folder)`` once, however many processes ask (pytest-xdist workers share ``folder``):
-    the first one runs it, the others wait and get the same JSON-serialisable value."""
-    folder.mkdir(parents=True, exist_ok=True)
-    done = folder / "result.json"
-    with FileLock(str(folder / ".lock")):
-        if not done.exists():
-            value = json.dumps(produce(folder))
-            done.write_text(value)
-    return json.loads(done.read_text())
 
 
 def _inputs(slugs) -> list[Path]:
@@ -83,44 +69,16 @@ def course_template(slugs=(SLUG,), cache: Path = CACHE) -> Path:
     return once.build_once(name, key, lambda folder: course_module.release(folder, sections), root=cache)
 
 
-def solved_notebook(release_path: Path, slug: str) -> nbformat.NotebookNode:
-    """The release notebook with every stub answered (the reference solutions) and every written answer filled."""
-    return answered(nbformat.read(release_path, as_version=4), slug)
-
-
-def answered(nb: nbformat.NotebookNode, slug: str) -> nbformat.NotebookNode:
-    """``nb`` (changed in place, and returned) with every stub answered by the reference and every written answer
-    filled: only the answer cells' sources change."""
-    answers = assemble.solutions_module(slug)
-    for cell in nb.cells:
-        if nbs.role(cell) == "stub":
-            cell.source = assemble.fill_stubs(cell.source, nbs.grade_id(cell), answers, markers=False)
-        elif nbs.role(cell) == "answer":
-            cell.source = WRITTEN_ANSWER
-    return nb
-
-
-def find_cell(nb, grade_id: str):
-    """The first cell of ``nb`` with nbgrader grade_id ``grade_id``."""
-    return next(c for c in nb.cells if nbs.grade_id(c) == grade_id)
-
-
-def with_answer(nb, grade_id: str, source: str) -> nbformat.NotebookNode:
-    """A copy of ``nb`` whose cell ``grade_id`` holds ``source``."""
-    out = copy.deepcopy(nb)
-    find_cell(out, grade_id).source = source
-    return out
-
-
-def mutant_source(slug: str, grade_id: str, name: str) -> str:
-    """The known-wrong answer ``name`` of stub ``grade_id`` (``autograder/sections/<module>/mutants.toml``), as the
-    whole stub cell a student with that mistake hands in."""
-    return known_mutants.mutated_cell(slug, grade_id, name)
-
-
-def mutants(slug: str) -> dict[str, list[str]]:
-    """Every mutant of a section: stub grade_id -> mutant names, both sorted (a stable order for the benchmark)."""
-    return {gid: sorted(m.name for m in group) for gid, group in sorted(known_mutants.by_stub(slug).items())}
+#: What a perfect student hands in, and one with a known mistake: :mod:`autograder.mutants` makes them (the grading
+#: benchmarks use them too); named here as well, so that a test reads ``corpus.solved_notebook``.
+answered, solved_notebook, find_cell, with_answer = (
+    known_mutants.answered,
+    known_mutants.solved_notebook,
+    known_mutants.find_cell,
+    known_mutants.with_answer,
+)
+mutant_source = known_mutants.mutated_cell
+mutants = known_mutants.names_by_stub
 
 
 @dataclasses.dataclass(frozen=True)

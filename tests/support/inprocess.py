@@ -10,7 +10,7 @@ it executes the notebook once with the solutions and forks per answer from a sna
 the prefix (setup, data, smoke training, demos) runs once per section, not once per answer. The result is what a
 fresh from-the-top run with those answers gives.
 
-Conventions the book follows and ``tests/test_book_structure.py`` checks: the
+Conventions the book follows and ``tests/unit/course/test_book_structure.py`` checks: the
 test cell of stub ``G`` has grade_id ``test_G``; hidden tests live in
 ``autograder/sections/<module>/test_G.py`` (:class:`course.section.Section`).
 """

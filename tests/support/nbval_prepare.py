@@ -1,4 +1,4 @@
-"""Notebooks for nbval (``tests/test_notebooks_nbval.py``): each section, solved and as released.
+"""Notebooks for nbval (``tests/notebooks/test_notebooks_nbval.py``): each section, solved and as released.
 
 * ``_build/nbval/solutions/<slug>.ipynb``: every stub answered, hidden tests
   included; must run clean under ``pytest --nbval-lax``. The book tags test

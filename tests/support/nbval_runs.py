@@ -1,4 +1,5 @@
-"""nbval's runs of the notebooks (``tests/test_notebooks_nbval.py``), and the student run shared with the smoke book.
+"""nbval's runs of the notebooks (``tests/notebooks/test_notebooks_nbval.py``), and the student run shared with the
+smoke book.
 
 A student notebook is executed once per test session: :func:`student` runs nbval on it, in a kernel set as the
 book's build sets it (``QKV_BOOK_BUILD``: the explorers draw static figures), keeps the outputs

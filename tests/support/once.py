@@ -10,6 +10,7 @@ for a finished one (the rename is the last step).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -79,3 +80,17 @@ def shared_dir(tmp_path_factory) -> Path:
     pytest-xdist recipe for fixtures that must run once per session (``tmp_path_factory.getbasetemp().parent``)."""
     base = tmp_path_factory.getbasetemp()
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def run_once(folder: Path, produce):
+    """``produce(folder)`` once, however many processes ask (pytest-xdist workers share ``folder``): the first one
+    runs it, under the same kind of file lock as :func:`build_once`, and the others wait and get the same
+    JSON-serialisable value. For a run whose folder lives as long as the test session (``shared_dir``), where
+    :func:`build_once` keeps an artifact across sessions, keyed by its inputs."""
+    folder.mkdir(parents=True, exist_ok=True)
+    done = folder / "result.json"
+    with FileLock(str(folder / ".lock")):
+        if not done.exists():
+            value = json.dumps(produce(folder))
+            done.write_text(value)
+    return json.loads(done.read_text())

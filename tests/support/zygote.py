@@ -26,6 +26,8 @@ import sys
 import traceback
 from multiprocessing.connection import Connection, Pipe
 
+from autograder.sandboxed import cells, guard
+from autograder.sandboxed.capture import CellOutputs
 from autograder.sandboxed.shell import make_shell
 from tests.support.outcome import Run, TestOutcome
 
@@ -38,6 +40,10 @@ def _exec(shell, source: str) -> str | None:
     if err is None:
         return None
     return "".join(traceback.format_exception_only(type(err), err)).strip()
+
+
+#: The grader's default output limits (``autograder.grading``): only a tampering report is read from them here.
+OUTPUT_LIMITS = {"max_lines": 50, "max_chars": 10_000}
 
 
 class PlainCellFailed(RuntimeError):
@@ -59,8 +65,13 @@ class Notebook:
         self.solutions = assemble.solutions_module(self.sec)
         self.cells = nbs.read(self.sec.path).cells
         self.shell = make_shell()  # the grader's IPython shell: cells run as in a kernel, outputs dropped
+        # What the hidden tests rely on, recorded as the grader's zygote records it: now, after the imports, and
+        # again just before the first stub (the course's own cells before it are trusted, as the grader's prefix).
+        guard.CURRENT = guard.Guard(self.shell)
+        self.trusted_until = self.stub_index(next(nbs.grade_id(c) for c in self.cells if nbs.role(c) == "stub"))
         self.run = Run()
         self.next = 0
+        self.count = 0
 
     def stub_index(self, grade: str) -> int:
         for index, cell in enumerate(self.cells):
@@ -75,8 +86,11 @@ class Notebook:
         index, nbs = self.next, self.nbs
         cell = self.cells[index]
         self.next += 1
+        if index == self.trusted_until:
+            guard.CURRENT.capture()
         if cell.cell_type != "code":
             return None
+        self.count += 1
         role, grade = nbs.role(cell), nbs.grade_id(cell)
         try:
             if role == "stub":
@@ -88,9 +102,11 @@ class Notebook:
             elif role == "test":
                 outcome = TestOutcome(visible_error=_exec(self.shell, cell.source))
                 extra = self.assemble.hidden_tests(self.sec, grade) if hidden else None
+                # The grader runs the hidden part only after the visible part passed; here it runs either way, so
+                # that the suite can show that the hidden tests reject each known mistake on their own.
                 if extra is not None:
                     outcome.hidden_ran = True
-                    outcome.hidden_error = _exec(self.shell, extra)
+                    outcome.hidden_error = self.hidden(extra)
                 self.run.tests[grade] = outcome
                 return grade
             else:
@@ -104,6 +120,18 @@ class Notebook:
         finally:
             plt.close("all")
         return None
+
+    def hidden(self, source: str) -> str | None:
+        """Run a test cell's hidden part exactly as the grader does (:func:`autograder.sandboxed.guard.run_hidden`):
+        in a namespace of its own, checked before and after for changes to what it relies on. The one-line summary
+        of what it raised, or of the tampering found, else None."""
+        outputs = CellOutputs(OUTPUT_LIMITS, self.count)
+        error = guard.run_hidden(self.shell, source, 0, self.count, outputs)
+        if error is not None:
+            cells.name_stub(error)
+            return "".join(traceback.format_exception_only(type(error), error)).strip()
+        tampered = [o for o in outputs.finish() if o.get("output_type") == "error"]
+        return f"{tampered[0]['ename']}: {tampered[0]['evalue']}" if tampered else None
 
     def finish(self, answers: dict, until: str | None, hidden: bool) -> Run:
         """Run the remaining cells (up to and including test cell ``until``)."""

@@ -17,5 +17,5 @@ hidden in the book::
 
 Drawing code is kept here so that the notebooks stay about attention. This
 package re-exports nothing: adding a section is adding a module, and
-``tests/test_book_structure.py`` says which section lacks one.
+``tests/unit/course/test_book_structure.py`` says which section lacks one.
 """
