@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
+from filelock import FileLock, Timeout
 
 from course import notebooks as nbs
 from course.section import Section, sections
@@ -118,9 +119,26 @@ def build(
     edition: str, strict: bool = False, out: Path | None = None, quiet: bool = False, transform: Transform | None = None
 ) -> Path:
     """Stage (through ``transform``: :func:`stage`) and build ``edition`` under ``out`` (default :func:`default_out`);
-    return the folder of the HTML site."""
+    return the folder of the HTML site.
+
+    One build of a folder at a time: a second ``make book`` started meanwhile (or a test beside it) waits for the
+    first, saying so, and then finds most of its work done, instead of both writing the same sources at once."""
     _check_edition(edition, transform)
     out = out or default_out(edition)
+    out.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(out / ".build.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print(f"[book] another build of {out} is running; waiting for it to finish ({lock.lock_file})", flush=True)
+        lock.acquire()
+    try:
+        return _build(edition, strict, out, quiet, transform)
+    finally:
+        lock.release()
+
+
+def _build(edition: str, strict: bool, out: Path, quiet: bool, transform: Transform | None) -> Path:
     src = out / "src"
     t0 = time.perf_counter()
     written = stage(edition, src, transform)

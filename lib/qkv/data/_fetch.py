@@ -33,6 +33,8 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from qkv._lock import locked
+
 __all__ = ["DataFile", "ChecksumError", "locate", "read_verified", "find", "cache_dir", "content_checksum"]
 
 _ALGORITHMS = {40: "sha1", 64: "sha256"}  # hex digest length -> hashlib name
@@ -259,7 +261,9 @@ def _find(file: DataFile, data_dir) -> tuple[str, Path, bool]:
         )
     target = cache_dir() / file.relpath
     try:
-        _fetch(file, target)
+        with locked(target):  # two processes that miss the file at once: one downloads, the other waits
+            if not target.is_file():  # (and finds it made)
+                _fetch(file, target)
     except (OSError, http.client.HTTPException) as err:
         raise FileNotFoundError(
             f"{file.name} was not found and could not be downloaded into {target} from {_source(file)}: {err}\n"

@@ -42,6 +42,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from qkv._lock import locked
 from qkv.recipes.keys import digest, make_key, state_checksum
 
 __all__ = ["Fitted", "NotCached", "fit_or_load", "trained_dir", "smoke_batches", "TRAINED_ENV", "NO_TRAIN_ENV"]
@@ -158,24 +159,6 @@ def _training_forbidden() -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def _lock(path: Path):
-    """An exclusive lock on ``path`` + ".lock" where the folder is writable (nothing where it is not)."""
-    try:
-        import fcntl
-
-        path.parent.mkdir(parents=True, exist_ok=True)
-        f = open(str(path) + ".lock", "a")  # noqa: SIM115
-    except (ImportError, OSError):
-        yield
-        return
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
-    finally:
-        f.close()
-
-
 def _read(path: Path, key: dict) -> dict:
     """The payload of ``path`` if it is whole and of this key; else ValueError saying what is wrong."""
     try:
@@ -252,7 +235,7 @@ def fit_or_load(
         key["smoke"] = smoke
         name = f"{name}-smoke"
     path = trained_dir() / f"{name}-{digest(key)[:16]}.pt"
-    with _lock(path):
+    with locked(path):
         if path.exists():
             try:
                 payload = _read(path, key)

@@ -41,7 +41,11 @@ def put(folder: Path, relpath: str, data: bytes) -> Path:
 
 
 def files_under(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+    """The files under ``folder``, less the download's lock files (``<file>.lock``: ``qkv._lock``, empty and kept,
+    as a lock file must be for the next process to take it safely)."""
+    if not folder.exists():
+        return []
+    return sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.endswith(".lock"))
 
 
 class FakeResponse(io.BytesIO):
