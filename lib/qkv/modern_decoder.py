@@ -41,6 +41,7 @@ __all__ = [
     "LayerCache",
     "ModernDecoderBlock",
     "ModernConfig",
+    "CachedLM",
     "ModernDecoderLM",
     "top_p_distribution",
 ]
@@ -240,69 +241,14 @@ def top_p_distribution(logits: torch.Tensor, top_p: float, temperature: float = 
     return (kept / kept.sum(dim=-1, keepdim=True)).to(logits.dtype)  # (..., V)
 
 
-class ModernDecoderLM(nn.Module):
-    """A language model of :class:`ModernDecoderBlock` blocks, with 11.9's ``DecoderOnlyLM`` interface.
+class CachedLM(nn.Module):
+    """What a language model with a key/value cache has besides its layers: ``forward``, ``loss``,
+    ``configure_optimizers`` and ``generate``, all through ``decode`` (11.9's ``DecoderOnlyLM`` interface).
 
-    Token embedding (no positional table: positions enter through the rotary queries and keys), ``num_blks``
-    blocks, a final :class:`RMSNorm` and a linear head to the vocabulary without bias, tied to the embedding if
-    ``config.tie_weights``. ``forward(X)``: token ids (B, T), 1 <= T <= max_len -> next-token logits (B, T, V).
-    ``decode(X, caches=None)``: the same logits for tokens that follow the ``caches`` (one :class:`LayerCache` per
-    block, as the last call returned), and the new caches. ``loss``, ``configure_optimizers`` and ``generate`` as in
-    ``DecoderOnlyLM``; ``generate`` decodes with the cache and takes ``top_p`` beside ``top_k``.
+    A subclass defines ``config`` (with ``max_len``, ``lr`` and ``weight_decay``), ``head`` (the output layer) and
+    ``decode(X, caches=None) -> (logits, caches)``: the logits (B, T, V) of tokens X (B, T) that follow ``caches``
+    (None: the start of the text) and the caches after them.
     """
-
-    def __init__(self, config: ModernConfig):
-        super().__init__()
-        if not isinstance(config, ModernConfig):
-            raise TypeError(f"ModernDecoderLM takes a ModernConfig, got {type(config).__name__}")
-        self.config = c = config
-        self.token_embedding = nn.Embedding(c.vocab_size, c.num_hiddens)
-        self.blks = nn.ModuleList(
-            ModernDecoderBlock(
-                c.num_hiddens, c.num_heads, c.num_kv_heads, c.ffn_num_hiddens, c.max_len, c.rope_base, c.eps
-            )
-            for _ in range(c.num_blks)
-        )
-        self.norm_f = RMSNorm(c.num_hiddens, c.eps)
-        self.head = nn.Linear(c.num_hiddens, c.vocab_size, bias=False)
-        self.apply(self._init_weights)
-        if c.tie_weights:
-            self.head.weight = self.token_embedding.weight  # (V, N): one parameter, used twice
-
-    @staticmethod
-    def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, nn.Linear | nn.Embedding):  # as 11.9's GPT: small normal weights
-            nn.init.normal_(module.weight, mean=0.0, std=0.02)
-
-    def _check(self, X: torch.Tensor, past: int) -> None:
-        if X.dim() != 2 or X.dtype not in (torch.long, torch.int, torch.int16, torch.uint8, torch.int8):
-            raise ValueError(
-                f"ModernDecoderLM expects integer token ids of shape (B, T), got {X.dtype} {tuple(X.shape)}"
-            )
-        T, L = X.shape[1], self.config.max_len
-        if T == 0 or past + T > L:
-            raise ValueError(
-                f"{past} cached + {T} new tokens must be between 1 and max_len = {L}; "
-                "crop the input to its last max_len tokens (and start a new cache) or build a larger max_len"
-            )
-        if X.min() < 0 or X.max() >= self.config.vocab_size:
-            raise ValueError(
-                f"token ids must lie in [0, vocab_size = {self.config.vocab_size}), "
-                f"got ids from {X.min().item()} to {X.max().item()}"
-            )
-
-    def decode(self, X: torch.Tensor, caches=None) -> tuple[torch.Tensor, list[LayerCache]]:
-        """Logits (B, T, V) of tokens X (B, T) that follow ``caches`` (None: the start), and the new caches."""
-        caches = [None] * len(self.blks) if caches is None else list(caches)
-        if len(caches) != len(self.blks):
-            raise ValueError(f"caches must hold one LayerCache per block ({len(self.blks)}), got {len(caches)}")
-        self._check(X, 0 if caches[0] is None else caches[0].keys.shape[2])
-        H = self.token_embedding(X)  # (B, T) -> (B, T, N)
-        new = []
-        for blk, cache in zip(self.blks, caches):
-            H, cache = blk(H, cache)  # (B, T, N)
-            new.append(cache)
-        return self.head(self.norm_f(H)), new  # (B, T, N) -> (B, T, V)
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
         """Token ids X (B, T) -> logits (B, T, V): position t is trained to predict token t + 1."""
@@ -380,3 +326,68 @@ class ModernDecoderLM(nn.Module):
                 if ids.shape[1] > L:  # the next call would pass max_len: slide the window, start the caches again
                     caches = None
         return ids[0] if unbatched else ids
+
+
+class ModernDecoderLM(CachedLM):
+    """A language model of :class:`ModernDecoderBlock` blocks, with 11.9's ``DecoderOnlyLM`` interface.
+
+    Token embedding (no positional table: positions enter through the rotary queries and keys), ``num_blks``
+    blocks, a final :class:`RMSNorm` and a linear head to the vocabulary without bias, tied to the embedding if
+    ``config.tie_weights``. ``forward(X)``: token ids (B, T), 1 <= T <= max_len -> next-token logits (B, T, V).
+    ``decode(X, caches=None)``: the same logits for tokens that follow the ``caches`` (one :class:`LayerCache` per
+    block, as the last call returned), and the new caches. ``loss``, ``configure_optimizers`` and ``generate`` as in
+    ``DecoderOnlyLM``; ``generate`` decodes with the cache and takes ``top_p`` beside ``top_k``.
+    """
+
+    def __init__(self, config: ModernConfig):
+        super().__init__()
+        if not isinstance(config, ModernConfig):
+            raise TypeError(f"ModernDecoderLM takes a ModernConfig, got {type(config).__name__}")
+        self.config = c = config
+        self.token_embedding = nn.Embedding(c.vocab_size, c.num_hiddens)
+        self.blks = nn.ModuleList(
+            ModernDecoderBlock(
+                c.num_hiddens, c.num_heads, c.num_kv_heads, c.ffn_num_hiddens, c.max_len, c.rope_base, c.eps
+            )
+            for _ in range(c.num_blks)
+        )
+        self.norm_f = RMSNorm(c.num_hiddens, c.eps)
+        self.head = nn.Linear(c.num_hiddens, c.vocab_size, bias=False)
+        self.apply(self._init_weights)
+        if c.tie_weights:
+            self.head.weight = self.token_embedding.weight  # (V, N): one parameter, used twice
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear | nn.Embedding):  # as 11.9's GPT: small normal weights
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def _check(self, X: torch.Tensor, past: int) -> None:
+        if X.dim() != 2 or X.dtype not in (torch.long, torch.int, torch.int16, torch.uint8, torch.int8):
+            raise ValueError(
+                f"ModernDecoderLM expects integer token ids of shape (B, T), got {X.dtype} {tuple(X.shape)}"
+            )
+        T, L = X.shape[1], self.config.max_len
+        if T == 0 or past + T > L:
+            raise ValueError(
+                f"{past} cached + {T} new tokens must be between 1 and max_len = {L}; "
+                "crop the input to its last max_len tokens (and start a new cache) or build a larger max_len"
+            )
+        if X.min() < 0 or X.max() >= self.config.vocab_size:
+            raise ValueError(
+                f"token ids must lie in [0, vocab_size = {self.config.vocab_size}), "
+                f"got ids from {X.min().item()} to {X.max().item()}"
+            )
+
+    def decode(self, X: torch.Tensor, caches=None) -> tuple[torch.Tensor, list[LayerCache]]:
+        """Logits (B, T, V) of tokens X (B, T) that follow ``caches`` (None: the start), and the new caches."""
+        caches = [None] * len(self.blks) if caches is None else list(caches)
+        if len(caches) != len(self.blks):
+            raise ValueError(f"caches must hold one LayerCache per block ({len(self.blks)}), got {len(caches)}")
+        self._check(X, 0 if caches[0] is None else caches[0].keys.shape[2])
+        H = self.token_embedding(X)  # (B, T) -> (B, T, N)
+        new = []
+        for blk, cache in zip(self.blks, caches):
+            H, cache = blk(H, cache)  # (B, T, N)
+            new.append(cache)
+        return self.head(self.norm_f(H)), new  # (B, T, N) -> (B, T, V)
