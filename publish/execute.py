@@ -30,7 +30,12 @@ import yaml
 #: Pages that time code: executed by Jupyter Book itself, alone, after the others.
 ALONE = ("book/attention-cost-lab",)
 #: Pages that train the longest models: started first, so that the rest fill the other cores meanwhile.
-LONGEST_FIRST = ("book/vision-transformer", "book/large-pretraining-transformers", "book/transformer")
+LONGEST_FIRST = (
+    "book/vision-transformer",
+    "book/large-pretraining-transformers",
+    "book/modern-decoder-lab",
+    "book/transformer",
+)
 #: Set to a number of notebooks at once. The default, 1, leaves every notebook to Jupyter Book, one after another:
 #: on 2 cores that is faster, since the training cells already use both cores (torch's threads) and a second
 #: notebook only slows the longest one down (measured: benchmarks/results/book_build.md). Machines with more cores
@@ -144,10 +149,16 @@ def prefill(src: Path, cache_dir: Path, pages: list[str], env: dict, jobs: int) 
 
 
 def recipes_for(pages: list[str]) -> list[str]:
-    """The recipes of :func:`page_recipes` that ``pages`` train, longest first (the ViT's and the 11.9 models')."""
+    """The recipes of :func:`page_recipes` that ``pages`` train, longest first (the ViT's, 11.9's and the decoder
+    lab's models)."""
     recipes = page_recipes()
     order = [recipe for page in recipes for recipe in recipes[page] if page in pages]
-    longest = ("qkv.recipes.vit:train_fashion_mnist", "qkv.recipes.lm:warm", "qkv.recipes.vit:train_cnn")
+    longest = (
+        "qkv.recipes.vit:train_fashion_mnist",
+        "qkv.recipes.lm:warm",
+        "qkv.recipes.modern:warm",
+        "qkv.recipes.vit:train_cnn",
+    )
     first = [r for r in longest if r in order]
     return first + [r for r in order if r not in first]
 

@@ -105,8 +105,13 @@ def test_the_pretrained_recipes_are_the_models_the_sections_show_longest_first()
 
     everything = execute.recipes_for(list(execute.page_recipes()))
     warmed = [recipe for section in sections() for recipe in section.trains]
-    assert sorted(everything) == sorted(warmed) and len(set(everything)) == len(everything) == 6
-    assert everything[:3] == ["qkv.recipes.vit:train_fashion_mnist", "qkv.recipes.lm:warm", "qkv.recipes.vit:train_cnn"]
+    assert sorted(everything) == sorted(warmed) and len(set(everything)) == len(everything) == 7
+    assert everything[:4] == [
+        "qkv.recipes.vit:train_fashion_mnist",
+        "qkv.recipes.lm:warm",
+        "qkv.recipes.modern:warm",
+        "qkv.recipes.vit:train_cnn",
+    ]
     assert execute.recipes_for(["book/transformer", "book/queries-keys-values"]) == [
         "qkv.recipes.translate:train_transformer"
     ]

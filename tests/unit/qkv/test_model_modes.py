@@ -29,8 +29,10 @@ from qkv import bahdanau, costlab, lm, transformer, translate, vit
 from qkv.data import FashionMNIST, MTFraEng
 from qkv.figures import multihead_attention as mh
 from qkv.figures import transformer as fig_transformer
+from qkv.modern_decoder import ModernConfig, ModernDecoderLM
 from qkv.pretraining import DecoderOnlyLM, GPTConfig
 from qkv.recipes import lm as lm_recipes
+from qkv.recipes import modern as modern_recipes
 from qkv.recipes import offsets
 from qkv.recipes import translate as translate_recipe
 from qkv.recipes import vit as vit_recipe
@@ -126,6 +128,11 @@ def _fashion() -> FashionMNIST:
 def _gpt(vocab_size=11, max_len=16) -> DecoderOnlyLM:
     cfg = GPTConfig(vocab_size, num_hiddens=16, num_heads=2, num_blks=2, ffn_num_hiddens=32, dropout=P, max_len=max_len)
     return DecoderOnlyLM(cfg)
+
+
+def _modern(vocab_size=11, max_len=16) -> ModernDecoderLM:
+    cfg = ModernConfig(vocab_size, num_hiddens=16, num_heads=2, num_kv_heads=1, num_blks=2, max_len=max_len)
+    return ModernDecoderLM(cfg)
 
 
 def _translator():
@@ -280,6 +287,7 @@ REGISTRY = {
     "qkv.recipes.vit:ViTRecipe.build": Builds(lambda: [_recipe().build(), vit_recipe.CNN_RECIPE.build()], "train"),
     # generating, decoding, evaluating
     "qkv.pretraining:DecoderOnlyLM.generate": Evaluates(_gpt, _generate),
+    "qkv.modern_decoder:CachedLM.generate": Evaluates(_modern, _generate),
     "qkv.seq2seq:EncoderDecoder.predict_step": Evaluates(_translator, _predict_step),
     "qkv.lm:perplexity": Evaluates(_gpt, lambda m: lm.perplexity(m, _HeldOut(11))),
     "qkv.translate:translate": Evaluates(_translator, lambda m: translate.translate(m, _mt(), ["go .", "i'm home ."])),
@@ -325,6 +333,8 @@ REGISTRY = {
     "qkv.recipes.lm:_gpt": Delegates(("fit_or_load",)),
     "qkv.recipes.lm:scaling_study": Delegates(("_gpt", "perplexity")),
     "qkv.recipes.lm:warm": Delegates(("train_gpt", "train_gru", "scaling_study")),
+    "qkv.recipes.modern:warm": Delegates(("train_pair",)),
+    "qkv.recipes.modern:train_pair": Loads(lambda: modern_recipes.train_pair(_chars(), log=_quiet)["modern"]["fitted"]),
     "qkv.recipes.vit:train_fashion_mnist": Loads(
         lambda: vit_recipe.train_fashion_mnist(_recipe(img_size=28, patch_size=7), data=_fashion(), log=_quiet)[0]
     ),

@@ -467,7 +467,7 @@ def test_release_warms_every_recipe():
     again = release.warm_trained([probe])
     assert out[0].trained and not again[0].trained and again[0].path == out[0].path
     recipes = [recipe for section in sections() for recipe in section.trains]
-    assert "qkv.recipes.vit:train_fashion_mnist" in recipes and len(recipes) == len(set(recipes)) == 6
+    assert "qkv.recipes.vit:train_fashion_mnist" in recipes and len(recipes) == len(set(recipes)) == 7
     for recipe in recipes:
         module, _, function = recipe.partition(":")
         assert callable(getattr(importlib.import_module(module), function))

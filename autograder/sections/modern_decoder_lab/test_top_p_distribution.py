@@ -1,0 +1,80 @@
+# Hidden: rows of float64 logits with many ties (a few levels), top_p from 0.05 to 1, against a brute-force search
+# for the smallest set of tokens whose total reaches top_p, ties kept, renormalised; temperatures 0.5 and 3; a batch
+# (3, 4, V) of rows; float32 and float64 kept; logits unchanged; top_p 0, 1.5 and -0.1 refused; no call to the
+# reference.
+# Contract: the page's sentences each check relies on.
+#   "With p = softmax(logits / temperature) over the last axis, the nucleus" -> temperatures 0.5, 3; a (3, 4, V) batch
+#   "of each row holds, from the most likely token down, every token whose" -> against the brute-force nucleus
+#   "more likely tokens add up to less than top_p, and every token exactly as" -> top_p reached exactly by one token
+#   "likely as the least likely one of these (ties are all kept)." -> rows with ties at the cut
+#   "Returns p on the nucleus and 0 elsewhere, divided by its sum." -> renormalised probabilities
+#   "top_p = 1 keeps every token; a ValueError if top_p is not in (0, 1]." -> top_p 1; top_p 0, 1.5, -0.1 refused
+#   "logits (..., V) -> probabilities (..., V), in logits' dtype." -> float32 in, float32 out; float64 kept
+#   "logits is not changed." -> logits compared with a copy after a call
+# Classes: each kind of mistake, and the check that catches it.
+#   value -> against the brute-force nucleus (sum_includes_the_token, not_renormalised)
+#   dtype -> float32 in, float32 out (returns_float64)
+#   device -> n/a: every tensor comes from logits by sorting, summing and masking
+#   pass-through -> temperature reaches the softmax (temperature_ignored)
+#   state -> logits unchanged after a call (divided_in_place)
+#   gradient -> n/a: a sampling distribution; nothing is trained through it
+#   type -> n/a: one tensor, checked by shape and dtype
+#   edge -> ties at the cut are all kept (ties_cut_by_rank); top_p outside (0, 1] refused (no_range_check)
+#   symmetry -> a (3, 4, V) batch: a softmax or a sort over another axis differs (softmax_over_rows)
+#   train-eval -> n/a: a function with no training behaviour
+#   efficiency -> n/a: the contract promises no time or memory
+import itertools as _it
+
+from _common import _T, _f64, _md  # the section's shared helpers (the assembler inlines _common.py)
+
+_g = _T.Generator().manual_seed(2605)
+
+
+def _nucleus(row, p):
+    n = len(row)
+    for size in range(1, n + 1):
+        best = max(_it.combinations(range(n), size), key=lambda s: sum(row[i] for i in s))
+        if sum(row[i] for i in best) >= p - 1e-12:
+            least = min(row[i] for i in best)
+            return [i for i in range(n) if row[i] >= least]
+    return list(range(n))
+
+
+def _reference(logits, p, tau):
+    out = []
+    for row in (logits.to(_f64) / tau).softmax(-1).reshape(-1, logits.shape[-1]).tolist():
+        keep = _nucleus(row, p)
+        total = sum(row[i] for i in keep)
+        out.append([row[i] / total if i in keep else 0.0 for i in range(len(row))])
+    return _T.tensor(out, dtype=_f64).reshape(logits.shape)
+
+
+with checks.forbid_reference(top_p_distribution, (_md, "top_p_distribution")):
+    _levels = _T.randint(-3, 4, (40, 6), generator=_g).to(_f64) * 0.7  # few levels: ties are common
+    for _p in (0.05, 0.3, 0.5, 0.8, 0.95, 1.0):
+        _kept = _levels.clone()
+        _got = top_p_distribution(_levels, _p)
+        checks.check_close(_levels, _kept, "logits after a call (hidden): not changed", atol=0, rtol=0,
+                           hint="logits / temperature makes a new tensor; logits /= changes the caller's")  # fmt: skip
+        checks.check_close(_got, _reference(_levels, _p, 1.0), f"top_p_distribution(logits, {_p}) (hidden)",
+                           atol=1e-9, rtol=1e-7,
+                           hint="a token is in while the tokens before it sum to < top_p; ties with the last one in "
+                                "are in; then divide by the sum")  # fmt: skip
+    _exact = _T.tensor([[0.5, 0.25, 0.25], [0.2, 0.2, 0.6]], dtype=_f64).log()  # sums that reach top_p exactly
+    checks.check_close(top_p_distribution(_exact, 0.5), _reference(_exact, 0.5, 1.0),
+                       "a nucleus that reaches top_p exactly (hidden)", atol=1e-9, rtol=1e-7,
+                       hint="compare the sums before each token with top_p in float64")  # fmt: skip
+    _batch = _T.randn(3, 4, 7, generator=_g, dtype=_f64) * 2
+    for _tau in (0.5, 3.0):
+        checks.check_close(top_p_distribution(_batch, 0.7, _tau), _reference(_batch, 0.7, _tau),
+                           f"a (3, 4, 7) batch at temperature {_tau} (hidden)", atol=1e-9, rtol=1e-7,
+                           hint="softmax(logits / temperature) over the last axis, row by row")  # fmt: skip
+    _single = top_p_distribution(_batch.float(), 0.7)
+    checks.check_true(_single.dtype == _T.float32, f"float32 logits give float32 (hidden), got {_single.dtype}")
+    for _bad in (0.0, 1.5, -0.1):
+        try:
+            top_p_distribution(_batch, _bad)
+            _refused = False
+        except ValueError:
+            _refused = True
+        checks.check_true(_refused, f"top_p = {_bad} raises a ValueError (hidden)")
