@@ -104,7 +104,7 @@ def span_noise(T, generator=None):
 
 
 def next_token_pairs(corpus, num_steps):
-    n = (len(corpus) - 1) // num_steps  # whole windows, each needing one more token for its last label
+    n = max((len(corpus) - 1) // num_steps, 0)  # whole windows, each needing one more token for its last label
     X = corpus[: n * num_steps].reshape(n, num_steps)  # (n * T,) -> (n, T)
     Y = corpus[1 : n * num_steps + 1].reshape(n, num_steps)  # (n * T,) -> (n, T): X shifted by one
     return X, Y

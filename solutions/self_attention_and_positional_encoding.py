@@ -25,7 +25,7 @@ class PositionalEncoding(nn.Module):
         P = torch.zeros(1, max_len, num_hiddens)  # (1, T, d), the default dtype
         P[0, :, 0::2] = torch.sin(angles)  # even columns 2j: sines
         P[0, :, 1::2] = torch.cos(angles)  # odd columns 2j + 1: cosines
-        self.register_buffer("P", P)
+        self.register_buffer("P", P, persistent=False)
 
     def forward(self, X):
         X = X + self.P[:, : X.shape[1], :].to(X.dtype)  # (B, T, d) + (1, T, d) -> (B, T, d)

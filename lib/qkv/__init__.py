@@ -31,8 +31,10 @@ In the prose
 ------------
 The sections' equations use the same letters, italic for a size, bold lower case for a vector (``q``, ``k``, ``v``:
 one query, key, value) and bold upper case for a matrix (``Q``, ``K``, ``V``: all of them), so that the size K and
-the matrix of keys are told apart by the type. Some pages need more letters, or give a letter a meaning of its
-own there; each letter keeps one meaning all through its page:
+the matrix of keys are told apart by the type. A projection matrix is written as ``nn.Linear`` stores its
+``weight``, (out, in), acting on a column vector: ``W_q q``; vectors stacked as the rows of a matrix are projected
+as ``X W_q^T`` (what ``nn.Linear`` computes). Some pages need more letters, or give a letter a meaning of its own
+there; each letter keeps one meaning all through its page:
 
 ====  =====================================================================================
 D2L   letters of that page's prose beyond the table above
@@ -50,13 +52,20 @@ D2L   letters of that page's prose beyond the table above
       per-head size does not appear on that page); t a patch's place in the sequence;
       bold Z the tokens, Z^(L) after L blocks
 11.9  ell a valid length; T_prefix, T_src, T_tgt the prefix, source and target lengths;
-      n noise tokens in m spans; w windows; M non-embedding parameters; p a probability,
+      n noise tokens in m spans; w windows; N non-embedding parameters (Kaplan et al.'s
+      letter; the width is written num_hiddens on that page); p a probability,
       script L the loss, mask^(...) an attention mask; alpha and a the scaling fit's
-      exponent and constant; tau the temperature, k of top-k
+      exponent and constant; tau the temperature, k of top-k; bold x and y a prompt and a
+      response, y^+ and y^- the preferred and the rejected one; pi and pi_ref the tuned and
+      the frozen reference model; r a reward; beta the KL or DPO weight; sigma the logistic
+      function
 lab   n the sequence length (D2L's complexity table); kappa a kernel size, beta bytes per
       number, tau^start and tau^end clock readings; M a matrix side (step 5), b a block
       size; m, ell and s_i the online softmax's running maximum, running sum and scores;
       k the fitted power-law exponent
+dec.  (the decoder lab) P the number of tokens in a key/value cache; bold g RMSNorm's
+      scale, epsilon its guard; W_gate, W_up, W_down SwiGLU's matrices; R_m the rotation of
+      position m; p the nucleus's probability mass, p_(j) the j-th largest probability
 ====  =====================================================================================
 
 Sections and modules
@@ -79,9 +88,12 @@ lab   the cost of attention            :mod:`qkv.costlab`, :mod:`qkv.timing`
 11.9  large-scale pretraining          :mod:`qkv.pretraining`,
                                        :mod:`qkv.corruption` (BERT, T5 inputs),
                                        :mod:`qkv.lm` (small language models)
+dec.  the decoder of 2026 (lab)      :mod:`qkv.modern_decoder`; its recipe,
+                                       :mod:`qkv.recipes.modern`
 --    translating, BLEU                :mod:`qkv.translate`, :mod:`qkv.bleu`
 --    data, training, trained weights  :mod:`qkv.data`, :mod:`qkv.training`,
-                                       :mod:`qkv.recipes.weights`, :mod:`qkv.recipes`
+                                       :mod:`qkv.recipes.weights`, :mod:`qkv.recipes`,
+                                       :mod:`qkv._lock` (their caches' lock)
 --    the notebooks' tests, figures    :mod:`qkv.checks` (its messages: :mod:`qkv._explain`),
       and interactive explorers        :mod:`qkv.figures`, :mod:`qkv.widgets`
 --    the one argument check           :mod:`qkv._validate` (positive_int)

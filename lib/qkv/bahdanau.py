@@ -101,7 +101,8 @@ class Seq2SeqAttentionDecoder(AttentionDecoder):
 
     ``init_state(enc_outputs, enc_valid_lens)`` takes the encoder's
     ``(outputs (T, B, N), state (L, B, N))`` and returns
-    ``[enc_outputs (B, T_src, N), hidden_state (L, B, N), enc_valid_lens (B,)]``.
+    ``[enc_outputs (B, T_src, N), hidden_state (L, B, N), enc_valid_lens (B,)]``,
+    a list (D2L's returns the same three as a tuple; ``forward`` only unpacks it).
     ``forward(X, state)`` takes target tokens X (B, T) and returns logits
     (B, T, V) and the updated state. ``attention_weights`` is then a list with
     one (B, 1, T_src) tensor per decoded step.

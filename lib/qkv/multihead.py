@@ -148,8 +148,9 @@ def attention_costs(
 
     Each of ``num_layers`` layers has ``num_heads`` query heads of size ``h = num_hiddens / num_heads`` and
     ``num_kv_heads`` key/value heads of the same size, projections without bias from and to ``num_hiddens``
-    features: W_q and W_o are N x N, W_k and W_v are N x G h. The cache keeps, for every layer, token and
-    example, the keys and the values of the G key/value heads. Returns ``(parameters, cache_bytes)``.
+    features: W_q and W_o are N x N, W_k and W_v map N features to G h (weights G h x N, as ``nn.Linear`` stores
+    them). The cache keeps, for every layer, token and example, the keys and the values of the G key/value heads.
+    Returns ``(parameters, cache_bytes)``.
     """
     if num_hiddens % num_heads or num_heads % num_kv_heads:
         raise ValueError(

@@ -46,7 +46,10 @@ def gaussian(x: torch.Tensor) -> torch.Tensor:
 
 
 def boxcar(x: torch.Tensor) -> torch.Tensor:
-    """Boxcar kernel: 1 where ``|x| < 1``, else 0, as a float tensor (D2L 11.2.1)."""
+    """Boxcar kernel: 1 where ``|x| < 1``, else 0, as a float tensor (D2L 11.2.1).
+
+    The open window of D2L's code; D2L's equation writes ``|x| <= 1``, which differs only at ``|x| = 1``.
+    """
     return (torch.abs(x) < 1.0).to(x.dtype if x.is_floating_point() else torch.get_default_dtype())
 
 

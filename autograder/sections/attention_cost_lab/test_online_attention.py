@@ -1,14 +1,17 @@
 # Hidden: float64 references by explicit loops over Python floats (B = 2, Q = 4, K = 10, d = 3, v = 2), for blocks of
-# 1, 3, 4, 10 and 16 keys, with no mask and lengths per example and per query; scores above 1000 (no overflow); the
-# queries' dtype kept; no tensor made off the inputs' device (default device 'meta'); and the memory: the peak of the
-# bytes held by live tensors during one call (qkv.costlab.LiveTensorBytes, a TorchFunctionMode: deterministic and
-# fast), fitted against n = 64 .. 512, must grow with an exponent below 1.4 (the (B, Q, K) scores give 2). The function
-# must be the student's own: neither qkv's reference nor PyTorch's fused scaled_dot_product_attention may be called.
+# 1, 3, 4, 10 and 16 keys, with no mask, lengths per example and per query, and queries of length 0 (the mean of all
+# the values); scores above 1000 (no overflow); the queries' dtype kept; no tensor made off the inputs' device
+# (default device 'meta'); and the memory: the peak of the bytes held by live tensors during one call
+# (qkv.costlab.LiveTensorBytes, a TorchFunctionMode: deterministic and fast), fitted against n = 64 .. 512, must grow
+# with an exponent below 1.4 (the (B, Q, K) scores give 2). The function must be the student's own: neither qkv's
+# reference nor PyTorch's fused scaled_dot_product_attention may be called.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
 # Contract: the page's sentences each check relies on.
 #   "It must equal the attention of 11.3 (to $10^{-10}$ in float64, whatever the block size," -> atol 1e-10
 #   "block_size: keys per block, a positive int; the last block is shorter" -> blocks of 1, 3, 4, 10, 16, K = 10
-#   "valid_lens: None, (B,) or (B, Q), as in 11.3's masked_softmax:" -> no mask, lengths per example and per query
+#   "valid_lens: None, (B,) or (B, Q): query i of example b sees the keys" -> no mask, lengths per example and query
+#   "the score of a masked key is replaced by -1e6, so its weight is 0;" -> masked keys weigh 0 in every case
+#   "so equal weights: its output is the mean of all K values." -> lengths of 0 give the mean of all the values
 #   "computed with a running maximum m, a running sum l and a running output a per query" -> scores of 1000 and more
 #   "(B, Q, v), of the queries' dtype and device:" -> float32 stays; CPU output with 'meta' as default device
 #   "No tensor of Q x K scores: at most one block, (B, Q, block_size)." -> memory exponent below 1.4
@@ -18,14 +21,14 @@
 #   "scores: at most one block, (B, Q, block_size)." -> memory with lengths; a smaller block holds less
 #   "The inputs are left unchanged." -> queries, keys, values and valid_lens compared with copies after two calls
 # Classes: each kind of mistake, and the check that catches it.
-#   value -> float64 output against loops over Python floats, blocks of 1 to 16, three kinds of lengths
+#   value -> float64 output against loops over Python floats, blocks of 1 to 16, four kinds of lengths
 #   dtype -> float16 and bfloat16 inputs (the lab's GPU dtype): running m, l, a in the default dtype fail or change it
 #   device -> 'meta' as the default device around CPU inputs: a mask index or a running sum made without device=
 #   pass-through -> valid_lens in every form; block_size: blocks of 4 keys hold less than one block of all 256
 #   state -> queries, keys, values and valid_lens are unchanged after the calls (no in-place scaling or masking)
 #   gradient -> n/a: the lab times and measures this function; nothing is trained through it
 #   type -> the output is one plain tensor (check_close refuses a tuple such as (output, m))
-#   edge -> K = 10 in blocks of 3, 4 and 16 (a shorter last block, a block larger than K); a length of 1
+#   edge -> K = 10 in blocks of 3, 4 and 16 (a shorter last block, a block larger than K); lengths of 1 and of 0
 #   symmetry -> d = 3 and v = 2, Q = 4 and K = 10: scaling by sqrt(v) or mixing the axes changes the output
 #   train-eval -> n/a: a function with no training behaviour (no dropout)
 #   efficiency -> the memory held, fitted against n, without and with lengths per query: exponent below 1.4
@@ -43,11 +46,15 @@ _Tensor = type(_T.zeros(0))
 
 
 def _loop_attention(q, k, v, lens):
-    """Masked softmax(q.k / sqrt(d)) v by loops over nested lists; query i of example b sees lens[b][i] keys."""
+    """Masked softmax(q.k / sqrt(d)) v by loops over nested lists; query i of example b sees lens[b][i] keys, and
+    a query that sees none gets equal weights on all the keys (the mean of the values)."""
     out = []
     for b in range(len(q)):
         rows = []
         for i, qi in enumerate(q[b]):
+            if lens[b][i] == 0:  # every score masked to -1e6: equal weights
+                rows.append([sum(vj[c] for vj in v[b]) / len(v[b]) for c in range(len(v[b][0]))])
+                continue
             s = [sum(x * y for x, y in zip(qi, kj)) / _math.sqrt(len(qi)) for kj in k[b][: lens[b][i]]]
             top = max(s)
             e = [_math.exp(x - top) for x in s]
@@ -64,6 +71,8 @@ _cases = [
     ("no mask", None, [[10] * 4] * 2),
     ("lengths per example [6, 10]", _T.tensor([6, 10]), [[6] * 4, [10] * 4]),
     ("lengths per query", _T.tensor([[1, 10, 4, 7], [5, 2, 9, 3]]), [[1, 10, 4, 7], [5, 2, 9, 3]]),
+    ("lengths per query, some 0", _T.tensor([[0, 10, 4, 0], [5, 0, 9, 3]]), [[0, 10, 4, 0], [5, 0, 9, 3]]),
+    ("lengths per example [0, 7]", _T.tensor([0, 7]), [[0] * 4, [7] * 4]),
 ]
 _refs = (
     (_online, "online_attention"),
@@ -101,9 +110,10 @@ try:
                     atol=1e-10,
                     rtol=0,
                     hint="rescale the running sum and output when the maximum rises; mask with the keys' global "
-                    "indices; read the last, shorter block too",
+                    "indices; read the last, shorter block too; a query of length 0 gets the mean of all the values "
+                    "(masked scores -1e6, not -inf)",
                 )
-        _expected_lens = _expected  # lengths per query, the last case
+        _expected_lens = _loop_attention(_q.tolist(), _k.tolist(), _v.tolist(), _cases[2][2])  # lengths per query
         # scores of a thousand or more: exp without the running maximum overflows float64 (past about 709)
         _qb = _q * 1000.0
         _out = online_attention(_qb, _k, _v, _cases[2][1], block_size=3)

@@ -1,10 +1,11 @@
-# Hidden: float64 and 2-D inputs, the window's edge |u| = 1 exactly, just inside and outside it, far tails;
+# Hidden: float64 and 2-D inputs, just inside and outside the window (its edge |u| = 1 ungraded: 0 or 1), far tails;
 # references from math, point by point; each kernel must be the student's own function.
 # Contract: the page's sentences each check relies on.
 #   "Write the four kernels of {eq}`eq-kernels` yourself," -> each kernel is the student's own function
 #   "without calling or assigning the reference kernels of `qkv.nadaraya_watson`." -> qkv's kernels forbidden
 #   "Gaussian kernel exp(-x^2 / 2), elementwise" -> the gaussian, far tails included, float64, at 1e-12
-#   "1 where |x| < 1 and 0 elsewhere, so 0 at |x| = 1 exactly" -> the boxcar at +-1, +-0.999 and 1.001
+#   "1 where |x| < 1 and 0 where |x| > 1" -> the boxcar at +-0.999, 1.001, 0.3, -3 and 7
+#   "On the edge, |x| = 1 exactly, either 0 or 1 is accepted:" -> the boxcar at +-1: 0 or 1, each
 #   "Constant kernel: 1 everywhere" -> the constant kernel
 #   "kernel max(0, 1 - |x|), elementwise" -> the Epanechnikov kernel
 #   "x: floating-point tensor of any shape" -> a (2, 5) input
@@ -19,7 +20,7 @@
 #   state -> u unchanged after each kernel (an in-place x.abs_())
 #   gradient -> n/a: nothing is trained through the kernels in this section (the width is chosen on a grid)
 #   type -> the boxcar returns floats, not the booleans of its comparison
-#   edge -> the window's edge: |u| = 1 exactly, 0.999 and 1.001 (the closed window |u| <= 1)
+#   edge -> n/a: the edge |u| = 1 is ungraded, 0 (D2L's code) or 1 (its equation); +-0.999, 1.001 are under value
 #   symmetry -> negative and positive points: the Epanechnikov kernel written 1 - x instead of 1 - |x|
 #   train-eval -> n/a: functions without a module, dropout or mode
 #   efficiency -> n/a: elementwise functions; the contract promises no time or memory bound
@@ -39,6 +40,13 @@ _refs = [
     ("constant", constant, lambda v: 1.0),
     ("epanechnikov", epanechnikov, lambda v: max(0.0, 1.0 - abs(v))),
 ]
+_edge = _u.abs() == 1  # the boxcar's edge: 0 (D2L's code, <) and 1 (D2L's equation, <=) are both accepted
+_hints = {
+    "gaussian": "exp(-u**2 / 2): keep the factor 1/2 in the exponent",
+    "boxcar": "1 inside the window |u| < 1, 0 outside it (|u| > 1)",
+    "constant": "1 everywhere",
+    "epanechnikov": "1 - |u|, but never below 0",
+}
 _poisoned = [(_nwm, n) for n in ("gaussian", "boxcar", "constant", "epanechikov", "epanechnikov")]
 for _name, _fn, _ref in _refs:
     checks.check_true(
@@ -60,12 +68,20 @@ for _name, _fn, _ref in _refs:
         hint="build the result from x's dtype, e.g. torch.ones_like(x) or .to(x.dtype)",
     )
     _expected = _T.tensor([_ref(v) for v in _pts], dtype=_T.float64).reshape(2, 5)
+    if _name == "boxcar":
+        _at_edge = _out[_edge].tolist()
+        checks.check_true(
+            all(v in (0.0, 1.0) for v in _at_edge),
+            f"boxcar at u = -1 and 1 is 0 or 1 (hidden): {_at_edge}",
+            hint="either convention is accepted on the edge |u| = 1, but the boxcar's values are 0 and 1 only",
+        )
+        _expected = _T.where(_edge, _out.detach(), _expected)  # the edge is ungraded: whichever of 0 and 1
     checks.check_close(
         _out,
         _expected,
         f"{_name} at u = {_pts} (hidden, float64)",
         atol=1e-12,
-        hint="mind the edge of the window: the boxcar is 0 at |u| = 1 exactly",
+        hint=_hints[_name],
     )
     # Devices: every tensor the kernel makes must be on x's device (_common.py: _device_probe).
     _err = _device_probe(lambda f=_fn: f(_u), lambda f=_fn: f(_u.to("meta")), _name)

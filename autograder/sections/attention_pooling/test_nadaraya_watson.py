@@ -4,7 +4,7 @@
 #   "without calling the reference `qkv.nadaraya_watson.nadaraya_watson`." -> qkv's estimator forbidden
 #   "the weight of key j for query i is proportional to" -> weights against loops: Gaussian of widths 0.7, 0.3,
 #   "kernel((x_val[i] - x_train[j]) / sigma): query minus key." -> triangular 2.5, constant; a shifted Gaussian
-#   "A kernel that is not symmetric tells the two signs apart, and the tests use one." -> the shifted Gaussian
+#   "A kernel that is not symmetric tells the two signs apart. The grader's hidden tests use one," -> shifted Gaussian
 #   "each row non-negative and summing to 1" -> the same weights
 #   "y_hat of shape (Q,), the predictions" -> y_hat against loops
 #   "both in the dtype of x_train (float64 stays float64)" -> float64 compared at 1e-9

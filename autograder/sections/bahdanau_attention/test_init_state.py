@@ -2,7 +2,7 @@
 # (enc_outputs[b][t] = outputs[t][b]); the state and the lengths unchanged; None lengths stay None; on the 'meta'
 # device (as on a GPU) the result stays there. (Runs in the notebook, after its visible test.)
 # Contract: the page's sentences each check relies on.
-#   "Returns the list [enc_outputs, hidden_state, enc_valid_lens]" -> a list of three
+#   "Returns [enc_outputs, hidden_state, enc_valid_lens] as a list or a tuple," -> a list or a tuple of three
 #   "the outputs batch-major, (B, T_src, N)" -> shape and entries, outputs[t][b] at [b][t]
 #   "the final state (L, B, N) and the lengths, both as given" -> hidden_state and lengths unchanged
 #   "enc_valid_lens: the source lengths (B,), or None (no padding)." -> None passed on as None
@@ -16,7 +16,7 @@
 #   pass-through -> hidden_state of every layer and the lengths, as given (the lengths dropped; the top layer only)
 #   state -> the caller's outputs keep their shape and values (transposed in place, transpose_)
 #   gradient -> gradients reach the encoder's outputs and final state unchanged (outputs or state .detach()ed)
-#   type -> n/a: the result is checked as a list (or tuple) of three, each entry as exactly a torch.Tensor or None
+#   type -> n/a: a list and a tuple of three are both right (variants.toml); each entry is checked as a tensor or None
 #   edge -> enc_valid_lens=None passed on as None (a copy of the lengths that fails on None)
 #   symmetry -> T_src = 4, B = 3, N = 5, every entry different: a reshape for the transpose mixes steps and examples
 #   train-eval -> n/a: a function without a module, dropout or mode
@@ -37,8 +37,8 @@ checks.check_true(
 )
 checks.check_true(
     isinstance(_st, (list, tuple)) and len(_st) == 3,
-    "init_state returns [enc_outputs, hidden_state, enc_valid_lens] (hidden, T_src = 4, B = 3, N = 5)",
-    hint="return a list of the three",
+    "init_state returns [enc_outputs, hidden_state, enc_valid_lens] as a list or a tuple (hidden, T_src = 4, B = 3)",
+    hint="return the three in a list (or a tuple)",
 )
 _rows = _out.tolist()
 _expected = _T.tensor([[_rows[t][b] for t in range(4)] for b in range(3)], dtype=_f64)  # (B, T_src, N)

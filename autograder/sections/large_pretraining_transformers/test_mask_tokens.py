@@ -10,6 +10,8 @@
 #   "with probability 0.1," -> share replaced (1 in 45 is the original)
 #   "and stays as it is otherwise." -> share unchanged
 #   "Draw every random number with `generator` (CPU), in the order you like" -> same generator state, same result
+#   "the same generator state gives the same result, but no particular draw is expected" -> two calls, one seed
+#   "only these probabilities and rules are graded, never one exact draw." -> rates and rules only; no draw compared
 #   "(tokens itself is left unchanged)" -> tokens after the call
 #   "labels the original token where chosen and IGNORE_INDEX (-100) elsewhere." -> labels; long dtypes
 #   "the grader refuses an answer that calls the course's own version of it" -> qkv.corruption.mask_tokens not called

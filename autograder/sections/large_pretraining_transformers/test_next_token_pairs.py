@@ -1,10 +1,11 @@
 # Hidden: random corpora of L = 1001, 20 and 6 tokens with T = 7, 5 and 5 (two with L a multiple of T), against
-# windows cut by a loop.
+# windows cut by a loop; corpora of 5, 3, 1 and 0 tokens with T = 5, where no window fits: empty (0, T), no error.
 # Contract: the page's sentences each check relies on.
-#   "Returns (X, Y), each (w, T) with w = (len(corpus) - 1) // T:" -> shapes for 3 corpora
+#   "Returns (X, Y), each (w, T) with w = max((len(corpus) - 1) // T, 0):" -> shapes for 3 corpora
 #   "X[i] = corpus[i*T : i*T + T] (non-overlapping windows)" -> X for 3 corpora
 #   "and Y[i] = corpus[i*T + 1 : i*T + T + 1], every input's next token." -> Y for the same corpora
-#   "When no window fits, w = 0 and X and Y are empty, (0, T)." -> 5 and 3 tokens with T = 5
+#   "When no window fits, w = 0 and X and Y are empty, (0, T)" -> 5, 3 and 1 tokens with T = 5
+#   "empty, (0, T), with no error: an empty corpus included." -> 0 tokens with T = 5: empty (0, 5)
 # Classes: each kind of mistake, and the check that catches it.
 #   value -> X and Y against windows cut by a loop, three random corpora
 #   dtype -> n/a: slices of corpus keep its dtype; the contract names no other
@@ -13,7 +14,7 @@
 #   state -> n/a: corpus is only read; nothing is kept from one call to the next
 #   gradient -> n/a: token ids; nothing is trained through them
 #   type -> n/a: two tensors, checked by shape
-#   edge -> no window fits (5 and 3 tokens, T = 5): X and Y are empty, (0, T); L a multiple of T
+#   edge -> no window fits (5, 3, 1 and 0 tokens, T = 5): X and Y are empty, (0, T); L a multiple of T
 #   symmetry -> random corpora: labels made as X + 1, which an arange corpus cannot tell from the shift, differ
 #   train-eval -> n/a: a function with no training behaviour
 #   efficiency -> n/a: the contract promises no time or memory
@@ -31,7 +32,7 @@ for _L, _Tn in [(1001, 7), (20, 5), (6, 5)]:
     checks.check_shape(_gx, (_n, _Tn), f"X {_what}", hint="w = (len(corpus) - 1) // T windows")
     checks.check_close(_gx, _X, f"X {_what}", atol=0, rtol=0, hint="non-overlapping windows")
     checks.check_close(_gy, _Y, f"Y {_what}", atol=0, rtol=0, hint="Y[i] = corpus[i*T + 1 : i*T + T + 1]")
-for _L in (5, 3):  # no window fits: w = (L - 1) // 5 = 0
+for _L in (5, 3, 1, 0):  # no window fits: w = 0 (for L = 0 too, not (0 - 1) // 5 = -1)
     _c = _T.randint(0, 28, (_L,), generator=_g)
     _r = _raises(lambda _c=_c: next_token_pairs(_c, 5))
     checks.check_true(

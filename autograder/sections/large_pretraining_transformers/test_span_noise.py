@@ -11,6 +11,8 @@
 #   "every bool (T,) tensor of n True entries in m runs equally likely, so" -> T = 100: every position is noise
 #   "that the m span lengths are a uniform split of n into positive parts." -> T = 100: lengths vary; share of 1s
 #   "Random, drawn with `generator` (CPU):" -> the same generator state gives the same spans
+#   "The same generator state gives the same tensor, but no particular draw" -> two calls with seed 5 agree
+#   "is expected: only this distribution and the counts are graded." -> counts and shares only; no draw compared
 #   "the grader refuses an answer that calls the course's own version of it" -> qkv.corruption's spans not called
 # Classes: each kind of mistake, and the check that catches it.
 #   value -> exactly n noise tokens in exactly m separate spans in every draw, for seven T; lengths uniform

@@ -1,15 +1,18 @@
 # Hidden: d = 8, max_len = 1000; the table against sin/cos computed with Python's math in float64 (positions from 0,
 # interleaved, frequency 1 / 10000^(2j/d)) to 1e-6 at every position up to 999 (angles in float32 are off by 1e-5 and
-# more there); P is a buffer and no parameter, in the default dtype, and .to('meta') moves it (cheap: no operation runs
-# on 'meta'); a float64 input gives a float64 output, and bfloat16 and float16 inputs keep their dtype (and their sums
-# X + P to half precision); T < max_len uses the first T rows; dropout acts on X + P in training only, with the p
+# more there); P is a buffer and no parameter, left out of state_dict() (non-persistent: a checkpoint holds nothing
+# that follows from the sizes), in the default dtype, and .to('meta') moves it (cheap: no operation runs on 'meta');
+# a float64 input gives a float64 output, and bfloat16 and float16 inputs keep their dtype (and their sums X + P to
+# half precision); T < max_len uses the first T rows; dropout acts on X + P in training only, with the p
 # given; X is left unchanged and gets the output's gradient; max_len rows for max_len = 30.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
 # Contract: the page's sentences each check relies on.
 #   "Compute P[i, 2j] = sin(i / 10000^(2j/d)) and P[i, 2j+1] = cos(i / 10000^(2j/d))" -> rows up to 999, to 1e-6
 #   "for the positions i = 0 .. max_len - 1, in float64," -> positions from 0; angles in float64
 #   "keep P as a buffer of shape (1, max_len, d) in the default dtype" -> P's shape and dtype
-#   "self.register_buffer("P", ...), so that it moves with .to(device) and is not a parameter." -> buffer, .to('meta')
+#   "self.register_buffer("P", ..., persistent=False), so that it moves" -> P not in state_dict()
+#   "with .to(device), is not a parameter" -> buffer, no parameters, .to('meta')
+#   "and is not saved in state_dict()" -> P not in state_dict()
 #   "Returns self.dropout(X + P[:, :T, :]), of shape (B, T, d) and X's dtype," -> T = 11 of 1000 rows
 #   "whatever that is (float16, bfloat16 and float64 too: cast the rows of P to X.dtype)." -> the dtypes kept
 #   "Keep nn.Dropout(dropout) as self.dropout." -> dropout on X + P, in training mode only, with p = 0.5 and 0.2
@@ -22,7 +25,7 @@
 #   pass-through -> P of max_len rows for max_len = 30; dropout of p = 0.2 (ignores_max_len, dropout_default_p)
 #   state -> X unchanged after forward (adds_in_place)
 #   gradient -> the gradient of X is the gradient of the output (no_grad_forward)
-#   type -> P a buffer, the module without parameters; the output a tensor (parameter_not_buffer)
+#   type -> P a buffer, no parameter, not in state_dict(); the output a tensor (parameter_not_buffer, persistent_buffer)
 #   edge -> position 0 in row 0 and position 999 in the last row (positions_from_1)
 #   symmetry -> d = 8 (four pairs) and B = 3 != T = 11 (not_interleaved, rows_by_batch)
 #   train-eval -> dropout in training mode only, on the sum (no_dropout, dropout_on_encoding, functional_dropout)
@@ -41,6 +44,11 @@ checks.check_true(
     "P" in dict(_enc.named_buffers()) and not any(True for _ in _enc.parameters()),
     "P is a buffer, and the module has no parameters (hidden, d = 8)",
     hint="self.register_buffer('P', P); not nn.Parameter, not a plain attribute",
+)
+checks.check_true(
+    "P" not in _enc.state_dict(),
+    "P is left out of state_dict(), a non-persistent buffer (hidden, d = 8)",
+    hint="self.register_buffer('P', P, persistent=False): the table follows from the sizes; checkpoints skip it",
 )
 checks.check_shape(_enc.P, (1, 1000, 8), "P (hidden, d = 8, max_len = 1000)")
 checks.check_true(

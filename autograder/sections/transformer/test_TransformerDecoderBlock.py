@@ -11,7 +11,8 @@
 #   "Self-attention is causal in every mode." -> whole target in eval mode vs nn.TransformerDecoderLayer
 #   "its keys and values are `enc_outputs`, masked with `enc_valid_lens`" -> the source's padding mask
 #   "whose entry self.i holds the inputs so far, (B, T_past + T, N)," -> state[2][2], its shape after each chunk
-#   "the other entries as given." -> the other blocks' cache entries left None
+#   "the other entries as given" -> the other blocks' cache entries left None
+#   "(new_state and its caches may be tuples instead of lists)." -> list or tuple, 3 items, caches one per block
 #   "Does not modify the state given." -> the state given unchanged after each chunk
 #   "X (B, T, N), the inputs at positions T_past .. T_past + T - 1" -> chunks of 2, 3 and 1 tokens
 #   "The output is in X's dtype." -> float64
@@ -24,7 +25,7 @@
 #   pass-through -> enc_valid_lens reaches the cross-attention; entry self.i of i = 2 (ignores_enc_valid_lens)
 #   state -> a new state, the given one unchanged; nothing kept on the block (modifies_given_state, cache_on_module)
 #   gradient -> the gradient of X against nn.TransformerDecoderLayer's (detached_cache)
-#   type -> (output, new_state), the state a list of three (returns_output_only)
+#   type -> (output, new_state), the state a list or a tuple of three (returns_output_only)
 #   edge -> the first call, with no cache (None), and chunks of one token (concat_with_none, mask_ignores_cache)
 #   symmetry -> B = 3, T = 6, T_src = 5 all different, so a wrong axis shows (cache_wrong_axis)
 #   train-eval -> causal in eval mode; dropout in every part in training (causal_only_in_training, addnorms_undropped)
@@ -94,6 +95,15 @@ with checks.forbid_reference(TransformerDecoderBlock, (_qt, "TransformerDecoderB
             and all(_x is _y for _x, _y in zip(_state[2], _inner)),
             f"the state given with tokens {_a}..{_b - 1} is left unchanged (hidden)",
             hint="return a new state: caches = list(state[2]); caches[self.i] = ...",
+        )
+        checks.check_true(
+            isinstance(_new, (list, tuple))
+            and len(_new) == 3
+            and isinstance(_new[2], (list, tuple))
+            and len(_new[2]) == 3,
+            f"the new state after tokens {_a}..{_b - 1} is [enc_outputs, enc_valid_lens, caches], a list or a tuple, "
+            "with one cache entry per block (hidden)",
+            hint="return [enc_outputs, enc_valid_lens, caches] with caches = list(state[2]), entry self.i replaced",
         )
         _state = _new
         _outs.append(_o)

@@ -6,7 +6,9 @@
 # Contract: the page's sentences each check relies on.
 #   "token t of X attends to keys 0 .. T_past + t." -> chunks of 3, 1, 2 and 1 tokens vs the closed form
 #   "(keys, values)) with keys and values (B * H, T_past + T, h):" -> shape of the cached keys
-#   "the cache followed by X's own." -> cached keys and values, in order
+#   "the cache followed by X's own" -> cached keys and values, in order
+#   "(the new cache may be a tuple or a list)." -> each new cache is a pair, a tuple or a list (variant list_cache)
+#   "(a tuple, or a list [keys, values])." -> the kept cache given once as a tuple and once as a list
 #   "Does not modify the cache given" -> the cached keys passed in, after the call
 #   "Written with mha's own layers (not with ref.attend_projected), in X's dtype." -> no reference; float64
 #   "(the same cache given twice gives the same result)." -> two continuations of one kept cache
@@ -17,7 +19,7 @@
 #   pass-through -> n/a: mha, X and cache are all the answer has; a cache ignored is the state class (cache_on_module)
 #   state -> the cache given unchanged and kept by nobody: one cache continued twice gives one result (cache_on_module)
 #   gradient -> n/a: decoding with a cache is inference; the contract promises no gradient
-#   type -> (output, (keys, values)); integer lengths (returns_flat, float_lengths)
+#   type -> (output, (keys, values)), the cache a tuple or a list of two; integer lengths (returns_flat, float_lengths)
 #   edge -> the first chunk (cache None) and chunks of several tokens, whose own future is masked (no_causal_mask)
 #   symmetry -> B * H = 12, T = 7 and h = 4 differ, so a wrong axis of the cache shows (cache_wrong_axis)
 #   train-eval -> n/a: mha.attention applies its own dropout in its own mode; the answer adds none
@@ -68,6 +70,12 @@ with checks.forbid_reference(cached_self_attention, (_qt, "attend_projected"), (
                 hint="build new tensors (torch.cat); do not write into the cache you are given",
             )
         checks.check_shape(_o, (_B, _b - _a, _N), f"output of tokens {_a}..{_b - 1} (hidden)", hint="(B, T, N)")
+        checks.check_true(
+            isinstance(_new, (tuple, list)) and len(_new) == 2,
+            f"the cache returned with tokens {_a}..{_b - 1} is a pair (keys, values), a tuple or a list (hidden; got "
+            f"{type(_new).__name__})",
+            hint="return (output, (keys, values))",
+        )
         checks.check_shape(
             _new[0],
             (_B * _H, _b, _h),
@@ -101,10 +109,11 @@ with checks.forbid_reference(cached_self_attention, (_qt, "attend_projected"), (
         hint="token t of a chunk sees keys 0 .. T_past + t; then W_o",
     )
     # A kept cache, continued twice (two continuations of one prefix, as a beam search does): the second call must
-    # see the cache given, not what the first one appended.
+    # see the cache given, not what the first one appended. The second time it is given as a list [keys, values],
+    # which the contract accepts as well as a tuple.
     _o1, _kept = cached_self_attention(_mha, _X[:, :3], None)
-    _o2, _c2 = cached_self_attention(_mha, _X[:, 3:5], _kept)
-    _o3, _c3 = cached_self_attention(_mha, _X[:, 3:5], _kept)
+    _o2, _c2 = cached_self_attention(_mha, _X[:, 3:5], tuple(_kept))
+    _o3, _c3 = cached_self_attention(_mha, _X[:, 3:5], list(_kept))
     checks.check_shape(_c3[0], (_B * _H, 5, _h), "cached keys of the second continuation of a kept cache (hidden)")
     checks.check_close(
         _o3,

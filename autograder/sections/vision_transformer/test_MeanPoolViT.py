@@ -6,10 +6,12 @@
 #   "self.patch_embedding, plus self.pos_embedding[:, 1:], self.dropout, self.blks," -> independent computation
 #   "self.head applied to the mean over the P patches. No <cls> token." -> random <cls> and position 0
 #   "self.patch_embedding, plus self.pos_embedding[:, 1:], self.dropout," -> emb_dropout 0.5 in training mode
-#   "Makes no new tensor and detaches nothing." -> 'meta' as the default device; the positions' gradient
+#   "Calls no tensor factory (torch.zeros, torch.randn, ...): everything" -> 'meta' as the default device
+#   "derives from X and the parameters." -> 'meta' as the default device: a factory without device= fails
+#   "Detaches nothing." -> the positions' gradient
 # Classes: each kind of mistake, and the check that catches it.
 #   value -> logits against an independent computation: the head on the mean over the P patches
-#   dtype -> n/a: forward makes no new tensor (the contract says so): every tensor has the parameters' dtype
+#   dtype -> n/a: forward calls no tensor factory (the contract says so): every tensor has the parameters' dtype
 #   device -> 'meta' as the default device around a CPU model and images: a tensor made in forward lands there
 #   pass-through -> n/a: forward takes X alone; the constructor is ref.ViT's, inherited
 #   state -> n/a: forward keeps nothing from one call to the next

@@ -71,7 +71,7 @@ with checks.forbid_reference(PatchEmbedding, (_qv, "PatchEmbedding")):
     checks.check_true(
         _where == "cpu",
         f"PatchEmbedding keeps X's device with 'meta' as the default device (hidden; got {_where})",
-        hint="make no new tensor in forward (the convolution's output, flattened and transposed, is the answer)",
+        hint="call no tensor factory in forward (the convolution's output, flattened and transposed, is the answer)",
     )
     _G = _draw(_g, 3, 12, 5, scale=1.0)  # the gradient of some loss with respect to the tokens
     _emb.zero_grad()

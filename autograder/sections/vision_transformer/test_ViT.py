@@ -2,7 +2,7 @@
 # positions; the logits against an independent computation (explicit patches, <cls> first, positions, PyTorch's
 # pre-norm encoder layers, the head on <cls>); dropout after the positions in training mode; with 'meta' as the
 # default device around a CPU model and CPU images, a <cls> or zeros made without device= fails (a right answer
-# makes no tensor there, so no 'meta' arithmetic and none of the imports it starts).
+# calls no tensor factory there, so no 'meta' arithmetic and none of the imports it starts).
 # Contract: the page's sentences each check relies on.
 #   "self.patch_embedding = ref.PatchEmbedding(img_size, patch_size, num_hiddens, in_channels=in_channels);" -> names
 #   "self.cls_token = nn.Parameter of zeros (1, 1, N);" -> its shape
@@ -12,7 +12,9 @@
 #   "<cls> first, then the P patch tokens;" -> logits against an independent computation
 #   "self.dropout once, on their sum with self.pos_embedding;" -> the mask, in training mode
 #   "self.blks; self.head on position 0." -> the head on <cls>
-#   "Makes no new tensor (expand self.cls_token over the batch)," -> a batch of 3
+#   "(expand self.cls_token over the batch)," -> a batch of 3
+#   "Calls no tensor factory (torch.zeros, torch.randn, ...): everything" -> 'meta' as the default device
+#   "derives from X and the parameters" -> 'meta' as the default device: a factory without device= fails
 #   "so it runs on the device of the model and X." -> 'meta' as the default device
 #   "Your own code: no call to ref.ViT." -> the reference is forbidden
 #   "num_blks ref.ViTBlock(N, N, mlp_num_hiddens, num_heads, blk_dropout," -> blk_dropout in training mode
@@ -20,7 +22,7 @@
 #   "self.cls_token = nn.Parameter of zeros (1, 1, N);" -> <cls> and the positions receive a gradient
 # Classes: each kind of mistake, and the check that catches it.
 #   value -> logits against an independent computation (explicit patches, <cls> first, positions, the head on <cls>)
-#   dtype -> n/a: forward makes no new tensor (the contract says so): every tensor has the parameters' dtype
+#   dtype -> n/a: forward calls no tensor factory (the contract says so): every tensor has the parameters' dtype
 #   device -> 'meta' as the default device around a CPU model and CPU images: a <cls> made without device= fails
 #   pass-through -> use_bias=True reaches the blocks (their biases load and count); blk_dropout reaches them
 #   state -> n/a: forward keeps nothing from one call to the next

@@ -40,15 +40,18 @@ def online_attention(
     Args:
         queries: (B, Q, d); keys: (B, K, d); values: (B, K, v), all of one
             floating dtype and device.
-        valid_lens: None, (B,) or (B, Q), as in :func:`qkv.attention.masked_softmax`:
-            query i of example b sees the keys j < valid_lens[b] (or [b, i]).
+        valid_lens: None, (B,) or (B, Q): query i of example b sees the keys
+            j < valid_lens[b] (or [b, i]). The score of a masked key is replaced
+            by -1e6, so its weight is 0; a query of length 0 has all its scores
+            at -1e6, so equal weights: its output is the mean of all K values,
+            as :func:`qkv.attention.masked_softmax` gives.
         block_size: the number of keys per block (any positive int; the last
             block is shorter when it does not divide K).
 
     Returns:
-        (B, Q, v), equal to ``masked_softmax(Q K^T / sqrt(d), valid_lens) V``
-        (masked scores replaced by -1e6, as there), computed without any
-        tensor of size Q x K: the largest holds (B, Q, block_size) scores.
+        (B, Q, v), equal to ``masked_softmax(Q K^T / sqrt(d), valid_lens) V``,
+        computed without any tensor of size Q x K: the largest holds
+        (B, Q, block_size) scores.
     """
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
         raise ValueError(f"block_size must be a positive int (keys per block), got {block_size!r}")

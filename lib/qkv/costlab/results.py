@@ -2,7 +2,7 @@
 
 :func:`plot_sweep` draws the log-log picture; :func:`write_results` and
 :func:`read_results` keep a sweep in a CSV; :func:`show_results` draws every
-sweep committed under ``benchmarks/results``. The lab's opening diagram is
+sweep saved under ``benchmarks/results``. The lab's opening diagram is
 :func:`qkv.figures.attention_cost_lab.glance`.
 """
 
@@ -124,7 +124,7 @@ def read_results(path) -> tuple[dict, list[dict]]:
 
 
 def show_results(folder=None, pattern: str = "attention_cost_*.csv") -> list:
-    """Plot every committed result CSV in ``folder`` (default :data:`RESULTS_DIR`), saying where and when each
+    """Plot every saved result CSV in ``folder`` (default :data:`RESULTS_DIR`), saying where and when each
     was measured; returns the figures (none, with a message, when there are no results) (D2L 11.6.2, lab)."""
     folder = RESULTS_DIR if folder is None else Path(folder)
     files = sorted(folder.glob(pattern)) if folder.is_dir() else []

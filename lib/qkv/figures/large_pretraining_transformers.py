@@ -2,7 +2,9 @@
 
 - :func:`glance`: the attention masks of the three families (and the prefix LM), queries down, keys across;
 - :data:`MODEL_SCALES` and :func:`plot_model_scales`: published models' parameters and training tokens;
-- :func:`plot_perplexity` and :func:`plot_scaling`: the section's experiments.
+- :func:`plot_perplexity` and :func:`plot_scaling`: the section's experiments;
+- :data:`PIPELINE` and :func:`post_training_pipeline`: pretraining, instruction tuning and preference tuning (RLHF or
+  DPO), each stage's data and what it optimises.
 """
 
 from __future__ import annotations
@@ -13,8 +15,18 @@ import matplotlib.pyplot as plt
 from matplotlib.colors import ListedColormap
 
 from qkv import pretraining
+from qkv.figures._draw import arrow, box, canvas
 
-__all__ = ["glance", "MODEL_SCALES", "model_scale_rows", "plot_model_scales", "plot_scaling", "plot_perplexity"]
+__all__ = [
+    "glance",
+    "MODEL_SCALES",
+    "model_scale_rows",
+    "plot_model_scales",
+    "plot_scaling",
+    "plot_perplexity",
+    "PIPELINE",
+    "post_training_pipeline",
+]
 
 _KEEP = ListedColormap(["#f4f4f4", "#2c7fb8"])
 
@@ -143,25 +155,27 @@ def plot_model_scales(rows=None, ours=None):
 
 
 def plot_scaling(rows, a, alpha):
-    """Held-out loss against the non-embedding parameters M (log-log) with the fitted power law ``a * M ** -alpha``."""
+    """Held-out loss against the non-embedding parameters N (Kaplan et al.'s letter; log-log) with the fitted power
+    law ``a * N ** -alpha``; each point is labelled with its width (``num_hiddens``) and its number of blocks."""
     fig, ax = plt.subplots(figsize=(5, 3.4))
-    M = [r["params"] for r in rows]
+    sizes = [r["params"] for r in rows]
     losses = [r["val_loss"] for r in rows]
-    ax.scatter(M, losses, color="#c0392b", zorder=3, label="our GPTs (one budget of tokens)")
+    ax.scatter(sizes, losses, color="#c0392b", zorder=3, label="our GPTs (one budget of tokens)")
     for r in rows:
+        blocks = "block" if r["num_blks"] == 1 else "blocks"
         ax.annotate(
-            f"N={r['num_hiddens']}, L={r['num_blks']}",
+            f"{r['num_hiddens']} units, {r['num_blks']} {blocks}",
             (r["params"], r["val_loss"]),
             fontsize=7,
             xytext=(4, 4),
             textcoords="offset points",
         )
-    lo, hi = min(M) / 1.5, max(M) * 1.5
+    lo, hi = min(sizes) / 1.5, max(sizes) * 1.5
     xs = [lo * (hi / lo) ** (i / 50) for i in range(51)]
-    ax.plot(xs, [a * x**-alpha for x in xs], "--", color="0.3", label=rf"fit: ${a:.2f}\,M^{{-{alpha:.3f}}}$")
+    ax.plot(xs, [a * x**-alpha for x in xs], "--", color="0.3", label=rf"fit: ${a:.2f}\,N^{{-{alpha:.3f}}}$")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("non-embedding parameters M")
+    ax.set_xlabel("non-embedding parameters N")
     ax.set_ylabel("held-out loss (nats per character)")
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -179,4 +193,90 @@ def plot_perplexity(table):
     ax.set_xlim(0, max(values) * 1.2 if values and math.isfinite(max(values)) else 1)
     ax.set_xlabel("held-out perplexity (characters; lower is better)")
     fig.tight_layout()
+    return fig
+
+
+#: The three stages after which a pretrained decoder-only model becomes an assistant (D2L 11.9.3.2 and 11.9.5):
+#: each stage's name, its data, what it optimises (lines of text and mathtext), and the model it leaves. The third
+#: stage has two routes: RLHF (a reward model fitted to the preferences, then PPO against it; Christiano et al.,
+#: 2017; Ouyang et al., 2022) and DPO (the same preferences, no reward model; Rafailov et al., 2023). Bold ``x`` is
+#: the prompt (or instruction), bold ``y`` a response, ``y^+`` the preferred one and ``y^-`` the rejected one, ``pi``
+#: the model being tuned and ``pi_ref`` the model of stage 2, frozen (the page's letters).
+PIPELINE = (
+    dict(
+        stage="1. pretraining",
+        data="raw text",
+        optimises=["next-token loss", "on every token", r"$-\log p(x_{t+1} \mid x_1, \ldots, x_t)$"],
+        model="base model",
+    ),
+    dict(
+        stage="2. supervised instruction tuning",
+        data="(instruction, response) pairs",
+        optimises=["next-token loss", "on the response's tokens only", r"$-\log \pi(\mathbf{y} \mid \mathbf{x})$"],
+        model="instruction-tuned model",
+    ),
+    dict(
+        stage="3. preference tuning",
+        data="(prompt, preferred, rejected) triples",
+        routes=(
+            (
+                "RLHF",
+                [
+                    "1. fit a reward model r to them:",
+                    r"$-\log \sigma(r(\mathbf{x}, \mathbf{y}^+) - r(\mathbf{x}, \mathbf{y}^-))$",
+                    "2. PPO: maximise the reward,",
+                    "staying near the SFT model:",
+                    r"$r(\mathbf{x}, \mathbf{y}) - \beta\, \mathrm{KL}(\pi \,\|\, \pi_{\mathrm{ref}})$",
+                ],
+            ),
+            (
+                "DPO",
+                [
+                    "no reward model, no sampling:",
+                    "one classification-like loss",
+                    r"$-\log \sigma(\beta\, h(\mathbf{y}^+) - \beta\, h(\mathbf{y}^-))$",
+                    r"$h(\mathbf{y}) = \log \pi(\mathbf{y} \mid \mathbf{x})"
+                    r" - \log \pi_{\mathrm{ref}}(\mathbf{y} \mid \mathbf{x})$",
+                ],
+            ),
+        ),
+        model="preference-tuned model",
+    ),
+)
+
+
+def post_training_pipeline(stages=PIPELINE):
+    """From raw text to an assistant in three stages (D2L 11.9.3.2, 11.9.5): one column per stage of ``stages``
+    (:data:`PIPELINE`), its title on top, then its data (green), what it optimises (orange; the third stage's two
+    routes, RLHF and DPO, side by side) and the model it leaves (blue). Arrows go from the data to what is optimised
+    to the model, and along the bottom from each stage's model to the next: each stage starts from the model the
+    previous one left. Returns the figure."""
+    fig, ax = canvas((12.0, 5.0), (0, 24.0), (0, 10.0))
+    green, orange, blue = "#d5f2d0", "#ffe2b8", "#cfe3ff"
+    columns, widths = (3.0, 9.3, 18.1), (5.4, 6.0, 10.8)
+    model_w = 5.0
+    for x, w, stage in zip(columns, widths, stages):
+        ax.text(x, 9.4, stage["stage"], ha="center", fontsize=10.5, weight="bold")
+        box(ax, x, 8.2, w, 0.9, stage["data"], green, fontsize=9)
+        routes = stage.get("routes") or (("", stage["optimises"]),)
+        gap = 0.3
+        route_w = (w - gap * (len(routes) - 1)) / len(routes)
+        for k, (name, lines) in enumerate(routes):
+            rx = x - w / 2 + route_w / 2 + k * (route_w + gap)
+            box(ax, rx, 5.0, route_w, 3.7, "\n".join(lines), orange, fontsize=8.5)
+            if name:  # the route's name, bold, above its lines
+                ax.text(rx, 6.45, name, ha="center", va="center", fontsize=9.5, weight="bold")
+            arrow(ax, (rx, 7.7), (rx, 6.95))
+            arrow(ax, (rx, 3.05), (x + (rx - x) * 0.3, 2.05))
+        box(ax, x, 1.5, model_w, 0.9, stage["model"], blue, fontsize=9)
+    for x1, x2 in zip(columns, columns[1:]):
+        arrow(ax, (x1 + model_w / 2 + 0.15, 1.5), (x2 - model_w / 2 - 0.15, 1.5), width=1.4)
+    ax.text(
+        12.0,
+        0.3,
+        "prompting (in-context learning) uses the model of any stage and changes no weight",
+        ha="center",
+        fontsize=9,
+        color="0.35",
+    )
     return fig

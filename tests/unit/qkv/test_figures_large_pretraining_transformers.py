@@ -54,9 +54,44 @@ def test_scaling_plot_draws_the_fitted_power_law():
     x, y = line.get_data()
     assert all(math.isclose(b, 3 * a**-0.1, rel_tol=1e-12) for a, b in zip(x, y))
     assert min(x) < 1e3 and max(x) > 1e4
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "non-embedding parameters N", "Kaplan et al.'s letter, as the page writes it"
+    assert [t.get_text() for t in ax.texts] == ["8 units, 1 block", "16 units, 1 block"], "each point's width and depth"
 
 
 def test_perplexity_bars_follow_the_table():
     fig = figures.plot_perplexity([("bigram", 9.6), ("GRU", 4.2), ("GPT", 5.0)])
     widths = [p.get_width() for p in fig.axes[0].patches]
     assert widths == [9.6, 4.2, 5.0]
+
+
+def test_post_training_pipeline_draws_each_stage_with_its_data_objective_and_model():
+    from matplotlib.patches import FancyArrowPatch
+
+    (ax,) = figures.post_training_pipeline().axes
+    at = {t.get_text(): t.get_position() for t in ax.texts}
+    titles = ["1. pretraining", "2. supervised instruction tuning", "3. preference tuning"]
+    assert [t.get_text() for t in ax.texts if t.get_fontweight() == "bold"] == [
+        titles[0],
+        titles[1],
+        titles[2],
+        "RLHF",
+        "DPO",
+    ], "three stage titles, then the third stage's two routes"
+    assert [at[t][0] for t in titles] == sorted(at[t][0] for t in titles), "the stages run left to right"
+    data = ["raw text", "(instruction, response) pairs", "(prompt, preferred, rejected) triples"]
+    models = ["base model", "instruction-tuned model", "preference-tuned model"]
+    for title, what, model in zip(titles, data, models, strict=True):
+        assert at[what][0] == at[title][0] == at[model][0], f"{what} and {model} sit under {title}"
+        assert at[title][1] > at[what][1] > at[model][1], "title, data, then the model, top down"
+    objectives = {t.get_text(): t.get_position() for t in ax.texts if "loss" in t.get_text() or "PPO" in t.get_text()}
+    pre, sft = (next(p for s, p in objectives.items() if key in s) for key in ("every token", "response's tokens"))
+    assert pre[0] == at[titles[0]][0] and sft[0] == at[titles[1]][0], "each objective under its stage"
+    rlhf, dpo = (next(s for s in objectives if key in s) for key in ("reward model r", "no reward model"))
+    assert "PPO" in rlhf and r"\sigma(r(\mathbf{x}, \mathbf{y}^+) - r(\mathbf{x}, \mathbf{y}^-))" in rlhf, (
+        "RLHF: a reward model fitted to the pairs, then PPO"
+    )
+    assert r"\pi_{\mathrm{ref}}" in dpo and r"\sigma(\beta" in dpo, "DPO: a log-sigmoid of log-ratios to pi_ref"
+    assert at["RLHF"][0] < at[titles[2]][0] < at["DPO"][0], "the two routes side by side under the third stage"
+    arrows = [p for p in ax.patches if isinstance(p, FancyArrowPatch)]
+    assert len(arrows) == 4 + 4 + 2, "data to objective and objective to model per route, and model to model twice"

@@ -30,8 +30,8 @@ TEXT = {
         "why": r"dividing by $\sqrt{d}$ keeps softmax out of saturation",
     },
     "zh": {
-        "title": "3 · 打分、掩码、softmax、加权求和",
-        "steps": ["1 打分 QKᵀ/√d", "2 遮住填充", "3 softmax", "4 加权求和 AV"],
+        "title": "3 · 评分、掩蔽、softmax、加权求和",
+        "steps": ["1 评分 QKᵀ/√d", "2 掩蔽填充", "3 softmax", "4 加权求和 AV"],
         "queries": "查询",
         "keys": "键",
         "values": "特征",

@@ -28,17 +28,17 @@ TEXT = {
         "legend": "blue: may attend   grey: hidden by the mask",
     },
     "zh": {
-        "title": "9 · 编码器-解码器：掩码自注意力与交叉注意力",
+        "title": "9 · 编码器-解码器：掩蔽自注意力与交叉注意力",
         "encoder": "编码器\n自注意力\n（看得见全部）",
-        "masked": "掩码\n自注意力",
+        "masked": "掩蔽\n自注意力",
         "cross": "交叉注意力\n（键来自编码器）",
         "ffn": "前馈网络",
         "decoder": "解码器",
-        "self_mask": "解码器自注意力：\n遮住未来的词元",
-        "cross_mask": "交叉注意力：\n遮住填充",
+        "self_mask": "解码器自注意力：\n掩蔽未来的词元",
+        "cross_mask": "交叉注意力：\n掩蔽填充",
         "src": ["x1", "x2", "x3", "<eos>", "pad", "pad"],
         "tgt": ["<bos>", "y1", "y2", "y3", "y4"],
-        "legend": "蓝色：可以关注   灰色：被掩码遮住",
+        "legend": "蓝色：可以关注   灰色：被掩码掩蔽",
     },
 }
 
