@@ -50,9 +50,10 @@ def prefix_lm_mask(T, prefix_len):
 
 
 def encoder_decoder_masks(T_src, T_tgt, src_valid_lens):
-    src_keys = torch.arange(T_src) < src_valid_lens[:, None]  # (1, S) < (B, 1) -> (B, S)
+    device = src_valid_lens.device
+    src_keys = torch.arange(T_src, device=device) < src_valid_lens[:, None]  # (1, S) < (B, 1) -> (B, S)
     enc = src_keys[:, None, :].expand(-1, T_src, -1)  # (B, 1, S) -> (B, S, S)
-    pos = torch.arange(T_tgt)  # (T,)
+    pos = torch.arange(T_tgt, device=device)  # (T,)
     dec = pos[None, :] <= pos[:, None]  # (T, T): key j <= query i
     cross = src_keys[:, None, :].expand(-1, T_tgt, -1)  # (B, 1, S) -> (B, T, S)
     return enc, dec, cross
