@@ -30,13 +30,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import nbformat
-from filelock import FileLock, Timeout
+from filelock import FileLock
 
 from course import notebooks as nbs
 from course.section import Section, sections
 from course.student_notebook import student_notebook
 from publish import execute
 from publish.vendor import mathjax_dir
+from qkv._lock import acquire
 from qkv.widgets import BOOK_BUILD_ENV
 
 ROOT = nbs.ROOT
@@ -126,12 +127,12 @@ def build(
     _check_edition(edition, transform)
     out = out or default_out(edition)
     out.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(out / ".build.lock"))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        print(f"[book] another build of {out} is running; waiting for it to finish ({lock.lock_file})", flush=True)
-        lock.acquire()
+    # Its own lock file: the test suite holds ``.build.lock`` around this call and more (tests/support/browser.py).
+    lock = FileLock(str(out / ".make-book.lock"))
+    acquire(
+        lock,
+        on_wait=lambda: print(f"[book] another build of {out} is running; waiting for it to finish", flush=True),
+    )
     try:
         return _build(edition, strict, out, quiet, transform)
     finally:

@@ -34,6 +34,10 @@ UNGUARDED = {
     "torch": ("manual_seed",),
     "torch.nn.Module": ("__init__", "__setstate__", "___needs_generation_tag_patch"),
 }
+#: Names Python adds to a class by itself: ``copyreg`` caches a class's ``__slotnames__`` the first time one of its
+#: objects is copied or pickled (``copy.deepcopy(tensor)``, a correct answer may do it). Not a change an answer
+#: makes to what the hidden tests call.
+SELF_ADDED = ("__slotnames__",)
 
 # Bound when this file is imported, before any student code: the guard uses these, not what an answer re-binds.
 _exec, _compile, _getattr, _isinstance, _callable, _sorted = exec, compile, getattr, isinstance, callable, sorted
@@ -107,7 +111,8 @@ class Guard:
             if _isinstance(klass, type):
                 label = f"{module_name}.{class_name}"
                 mapping(vars(klass), label, skip=("__doc__", *UNGUARDED.get(label, ())))
-                classes.append((klass, frozenset(vars(klass)) | frozenset(UNGUARDED.get(label, ())), label))
+                known = frozenset(vars(klass)) | frozenset(UNGUARDED.get(label, ())) | frozenset(SELF_ADDED)
+                classes.append((klass, known, label))
         ns = self.shell.user_ns
         if self.checks is not None and ns.get("checks") is self.checks:
             entries.append((ns, "checks", self.checks, "the notebook's name checks was rebound"))

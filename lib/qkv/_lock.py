@@ -12,9 +12,21 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
-__all__ = ["locked"]
+__all__ = ["locked", "acquire"]
+
+
+def acquire(lock: FileLock, on_wait=None) -> None:
+    """Take ``lock``, however long another holder (another process, or another thread of this one) keeps it; call
+    ``on_wait()`` first if it has to wait (to say why nothing happens). A second instance for the same file in the
+    same thread is refused by filelock as a deadlock: nest no two locks of one file."""
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if on_wait is not None:
+            on_wait()
+        lock.acquire()
 
 
 @contextlib.contextmanager
@@ -27,7 +39,7 @@ def locked(path: Path) -> Iterator[bool]:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(str(path) + ".lock")
-        lock.acquire()
+        acquire(lock)
     except OSError:
         yield False
         return

@@ -20,7 +20,7 @@ import yaml
 
 from course import notebooks as nbs
 from course.section import sections
-from publish import build_book, colab, public
+from publish import build_book, colab, envfile, public
 from publish.vendor import mathjax_dir
 from qkv.data import mt, timemachine
 from tests.support import once
@@ -130,7 +130,8 @@ def test_the_tree_holds_exactly_the_allowlisted_and_generated_files(tree):
         expected = _git_files(folder)
         assert expected, f"git lists nothing under {folder}"
         assert [f for f in files if f.startswith(folder)] == expected, f"{folder} differs from the repository's"
-    copied = [f for f in files if f.split("/")[0] not in ("notebooks", "README.md", "Makefile", public.MARKER)]
+    written = ("notebooks", "README.md", "Makefile", "environment.yml", public.MARKER)
+    copied = [f for f in files if f.split("/")[0] not in written]
     for rel in copied:
         assert (out / rel).read_bytes() == (ROOT / rel).read_bytes(), f"{rel} is not the repository's file"
     notebooks = {f for f in files if f.startswith("notebooks/")}
@@ -338,7 +339,10 @@ def _makefile_rule(text: str, target: str) -> str:
 def test_the_public_makefile_bootstraps_as_the_main_one_and_builds_the_student_edition(tree):
     out, _ = tree
     ours, theirs = (ROOT / "Makefile").read_text(), (out / "Makefile").read_text()
-    assert _makefile_rule(theirs, "$(STAMP)") == _makefile_rule(ours, "$(STAMP)")
+    # the same bootstrap, with the student's extra where the course's repository installs every one (.[dev])
+    assert _makefile_rule(theirs, "$(STAMP)") == _makefile_rule(ours, "$(STAMP)").replace("'.[dev]'", "'.[course]'")
+    assert "-e '.[course]'" in theirs
+    assert (out / "environment.yml").read_text() == envfile.render(envfile.PUBLIC_PIP_LINES)
     for variable in ("PYTHON", "VENV", "BIN", "STAMP"):
         line = re.search(rf"^{variable} .*$", ours, re.M).group(0)
         assert line in theirs.splitlines(), f"the public Makefile's {variable} differs: {line}"

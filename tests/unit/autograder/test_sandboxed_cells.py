@@ -212,3 +212,30 @@ def test_split_hidden_finds_nbgraders_marker_at_the_start_of_a_line_only():
     assert visible == "x = '### BEGIN HIDDEN TESTS'\ny = 1\n" and lines == 2
     assert hidden == "### BEGIN HIDDEN TESTS\nz = 2\n### END HIDDEN TESTS\n"
     assert guard.split_hidden("y = 1\n") == ("y = 1\n", None, 0)
+
+
+def test_a_class_cache_python_adds_by_itself_is_no_tampering():
+    """``copy.copy(tensor)`` (or pickling one, or copying a module) makes ``copyreg`` cache
+    ``torch.Tensor.__slotnames__``: Python's doing, which a correct answer may cause (11.5's variants did, on a fresh
+    clone); the guard does not report it. A method added to a guarded class still is."""
+    code = textwrap.dedent(
+        """
+        import copy, sys, types
+        import torch
+        sys.path.insert(0, sys.argv[1])
+        from sandboxed import guard
+        if "__slotnames__" in vars(torch.Tensor):
+            del torch.Tensor.__slotnames__
+        g = guard.Guard(types.SimpleNamespace(user_ns={}))
+        copy.copy(torch.ones(2))
+        assert "__slotnames__" in vars(torch.Tensor)
+        print(g.changes())
+        torch.Tensor.sum2 = lambda self: 0
+        print(g.changes())
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(sb.SANDBOXED.parent)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.splitlines()
+    assert first == "[]"
+    assert "torch.Tensor.sum2 was added" in second

@@ -145,3 +145,32 @@ def test_builds_of_one_book_folder_run_one_after_the_other_and_say_so(tmp_path):
     assert len(runs) == PROCESSES
     assert all(end <= next_start for (_, end), (next_start, _) in zip(runs, runs[1:])), f"builds overlapped: {runs}"
     assert sum("another build of" in out and "waiting" in out for out in said) >= 1, said
+
+
+def test_two_threads_of_one_process_take_the_lock_in_turn(tmp_path):
+    """A test's thread and a model trained in a background thread of the same worker: ``qkv._lock`` makes the second
+    wait for the first, as it does a second process."""
+    import threading
+    import time
+
+    from qkv._lock import locked
+
+    spans, errors = [], []
+
+    def hold():
+        try:
+            with locked(tmp_path / "model.pt") as held:
+                start = time.monotonic()
+                time.sleep(0.3)
+                spans.append((start, time.monotonic(), held))
+        except Exception as err:  # noqa: BLE001 (reported below)
+            errors.append(err)
+
+    threads = [threading.Thread(target=hold) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not errors, errors
+    (a_start, a_end, a_held), (b_start, b_end, b_held) = sorted(spans)
+    assert a_held and b_held and a_end <= b_start, spans
