@@ -10,8 +10,8 @@ GPT's measured in the same run. Writes the table to ``benchmarks/results/decoder
 One torch thread by default, for the reason ``benchmarks/lm.py`` gives: on a shared machine CPU seconds with one
 thread measure the work, wall seconds the neighbours.
 
-Targets (exit status 1 if missed): each training within 90 s of CPU time (11.9 budgets 60 s of wall time on 2 cores); the new block's mean perplexity below the
-GPT's (what the lab's page says).
+Targets (exit status 1 if missed): each training within 90 s of CPU time (11.9 budgets 60 s of wall time on 2
+cores); the new block's mean perplexity below the GPT's (what the lab's page says).
 """
 
 from __future__ import annotations

@@ -66,6 +66,7 @@ ALLOW: dict[str, str] = {
     "benchmarks/results/mt_cpu.md": "the translators' training runs that 11.4 and 11.7 quote",
     "benchmarks/results/lm_cpu.md": "the language models' training runs that 11.9 quotes",
     "benchmarks/results/vit_cpu.md": "the ViT's tuning and training runs that 11.8 quotes and asks about",
+    "benchmarks/results/decoder_lab_cpu.md": "the decoder lab's two models, trained cold: perplexities, CPU time",
     "benchmarks/results/attention_cost_cpu.csv": "the attention-cost lab's committed sweep (costlab.show_results)",
     "benchmarks/results/attention_cost_cpu.png": "its plot",
     "student/": "JupyterLab as students get it: nbgrader's instructor tools off, .md opens as a notebook (make lab)",

@@ -1503,3 +1503,19 @@ def test_decoder_lab_numbers_of_its_two_models_and_its_widths():
     )
     assert f"for the same {GPT_EPOCHS} epochs" in text and SWIGLU_MULTIPLE == 16
     assert r"\lceil 170.\overline{6} / 16 \rceil \cdot 16 =" in text and swiglu_hiddens(64) == 176 and 8 * 64 / 3 < 171
+
+
+def test_decoder_lab_says_the_new_block_trains_about_a_fifth_longer_as_its_benchmark_measured():
+    """'on one CPU thread the new block took about a fifth longer to train for the same steps': the mean CPU seconds
+    of benchmarks/results/decoder_lab_cpu.md, the GPT as the baseline of the same run (a ratio of 1.2 within 0.1),
+    and the same table's mean perplexities agree with the page's claim (the new block lower)."""
+    text = prose("modern-decoder-lab")
+    assert "on one CPU thread the new block took about a fifth longer to train for the same steps" in text
+    table = (ROOT / "benchmarks" / "results" / "decoder_lab_cpu.md").read_text(encoding="utf-8")
+    assert "--threads 1" in table
+    row = r"^\| (GPT-2's block \(11\.9's GPT\)|the block of 2026) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$"
+    means = re.findall(row, table, re.M)
+    assert [m[0] for m in means] == ["GPT-2's block (11.9's GPT)", "the block of 2026"], means
+    (_, gpt_ppl, _, _, _), (_, new_ppl, _, _, cpu_ratio) = means
+    assert abs(float(cpu_ratio) - 1.2) < 0.1, cpu_ratio
+    assert float(new_ppl) < float(gpt_ppl)
