@@ -51,6 +51,10 @@ def test_solutions_pass_every_visible_and_hidden_test_and_no_cell_fails(slug):
         assert outcome.visible_passed, f"{grade}: the solution fails the visible test:\n{outcome.visible_error}"
         assert outcome.hidden_ran, f"{grade}: there is no hidden test file autograder/sections/.../{grade}.py"
         assert outcome.hidden_passed, f"{grade}: the solution fails the hidden test:\n{outcome.hidden_error}"
+        assert not outcome.stderr, (
+            f"{grade}: the solved cell writes to stderr, and nbgrader gives a test cell that does no points:\n"
+            f"{outcome.stderr[:500]}"
+        )
     assert not run.demo_errors, f"demo cells that use the answers failed with the solutions: {run.demo_errors}"
 
 

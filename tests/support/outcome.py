@@ -14,6 +14,9 @@ class TestOutcome:
     visible_error: str | None = None
     hidden_error: str | None = None
     hidden_ran: bool = False
+    #: What the cell wrote to stderr (a warning, say). nbgrader gives a test cell with any stderr output no points,
+    #: however right the answer (``nbgrader.utils.determine_grade``), so a solved run must leave this empty.
+    stderr: str = ""
 
     @property
     def visible_passed(self) -> bool:

@@ -20,6 +20,7 @@ The reply is ``("ok", Run)`` or ``("error", message)`` (a plain cell failed, or 
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import sys
@@ -100,13 +101,18 @@ class Notebook:
                     source = self.assemble.fill_stubs(cell.source, grade, self.solutions, False)
                 _exec(self.shell, source)
             elif role == "test":
-                outcome = TestOutcome(visible_error=_exec(self.shell, cell.source))
-                extra = self.assemble.hidden_tests(self.sec, grade) if hidden else None
-                # The grader runs the hidden part only after the visible part passed; here it runs either way, so
-                # that the suite can show that the hidden tests reject each known mistake on their own.
-                if extra is not None:
-                    outcome.hidden_ran = True
-                    outcome.hidden_error = self.hidden(extra)
+                saved, sys.stderr = sys.stderr, io.StringIO()  # what the grader would record as the cell's stderr
+                try:
+                    outcome = TestOutcome(visible_error=_exec(self.shell, cell.source))
+                    extra = self.assemble.hidden_tests(self.sec, grade) if hidden else None
+                    # The grader runs the hidden part only after the visible part passed; here it runs either way,
+                    # so that the suite can show that the hidden tests reject each known mistake on their own.
+                    if extra is not None:
+                        outcome.hidden_ran = True
+                        outcome.hidden_error = self.hidden(extra)
+                finally:
+                    written, sys.stderr = sys.stderr.getvalue(), saved
+                outcome.stderr = written
                 self.run.tests[grade] = outcome
                 return grade
             else:
