@@ -59,6 +59,7 @@ CODE = {
         "results/mt_cpu.md",
         "results/lm_cpu.md",
         "results/vit_cpu.md",
+        "results/decoder_lab_cpu.md",
         "results/attention_cost_cpu.csv",
         "results/attention_cost_cpu.png",
     },
