@@ -1,7 +1,7 @@
 # Hidden: rows of float64 logits with many ties (a few levels), top_p from 0.05 to 1, against a brute-force search
 # for the smallest set of tokens whose total reaches top_p, ties kept, renormalised; temperatures 0.5 and 3; a batch
-# (3, 4, V) of rows; float32 and float64 kept; logits unchanged; top_p 0, 1.5 and -0.1 refused; no call to the
-# reference.
+# (3, 4, V) of rows; logits of size 1e4; float32 and float64 kept; logits unchanged; top_p 0, 1.5 and -0.1 refused;
+# no call to the reference.
 # Contract: the page's sentences each check relies on.
 #   "With p = softmax(logits / temperature) over the last axis, the nucleus" -> temperatures 0.5, 3; a (3, 4, V) batch
 #   "of each row holds, from the most likely token down, every token whose" -> against the brute-force nucleus
@@ -19,7 +19,7 @@
 #   state -> logits unchanged after a call (divided_in_place)
 #   gradient -> n/a: a sampling distribution; nothing is trained through it
 #   type -> n/a: one tensor, checked by shape and dtype
-#   edge -> ties at the cut are all kept (ties_cut_by_rank); top_p outside (0, 1] refused (no_range_check)
+#   edge -> ties kept (ties_cut_by_rank); top_p outside (0, 1] refused (no_range_check); logits of 1e4 (unguarded)
 #   symmetry -> a (3, 4, V) batch: a softmax or a sort over another axis differs (softmax_over_rows)
 #   train-eval -> n/a: a function with no training behaviour
 #   efficiency -> n/a: the contract promises no time or memory
@@ -69,6 +69,9 @@ with checks.forbid_reference(top_p_distribution, (_md, "top_p_distribution")):
         checks.check_close(top_p_distribution(_batch, 0.7, _tau), _reference(_batch, 0.7, _tau),
                            f"a (3, 4, 7) batch at temperature {_tau} (hidden)", atol=1e-9, rtol=1e-7,
                            hint="softmax(logits / temperature) over the last axis, row by row")  # fmt: skip
+    _big = _batch * 1e4  # logits of size 1e4: exp overflows unless the softmax subtracts the maximum
+    checks.check_close(top_p_distribution(_big, 0.7), _reference(_big, 0.7, 1.0), "logits of size 1e4 (hidden)",
+                       atol=1e-9, rtol=1e-7, hint="torch.softmax subtracts the maximum; exp / sum does not")  # fmt: skip
     _single = top_p_distribution(_batch.float(), 0.7)
     checks.check_true(_single.dtype == _T.float32, f"float32 logits give float32 (hidden), got {_single.dtype}")
     for _bad in (0.0, 1.5, -0.1):
