@@ -70,8 +70,14 @@ with checks.forbid_reference(top_p_distribution, (_md, "top_p_distribution")):
                            f"a (3, 4, 7) batch at temperature {_tau} (hidden)", atol=1e-9, rtol=1e-7,
                            hint="softmax(logits / temperature) over the last axis, row by row")  # fmt: skip
     _big = _batch * 1e4  # logits of size 1e4: exp overflows unless the softmax subtracts the maximum
-    checks.check_close(top_p_distribution(_big, 0.7), _reference(_big, 0.7, 1.0), "logits of size 1e4 (hidden)",
-                       atol=1e-9, rtol=1e-7, hint="torch.softmax subtracts the maximum; exp / sum does not")  # fmt: skip
+    checks.check_close(
+        top_p_distribution(_big, 0.7),
+        _reference(_big, 0.7, 1.0),
+        "logits of size 1e4 (hidden)",
+        atol=1e-9,
+        rtol=1e-7,
+        hint="torch.softmax subtracts the maximum; exp / sum does not",
+    )
     _single = top_p_distribution(_batch.float(), 0.7)
     checks.check_true(_single.dtype == _T.float32, f"float32 logits give float32 (hidden), got {_single.dtype}")
     for _bad in (0.0, 1.5, -0.1):
