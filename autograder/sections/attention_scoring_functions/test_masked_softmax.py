@@ -9,6 +9,7 @@
 #   "Every length is between 1 and K." -> lengths 1 and K among them
 #   "The entries past l are exactly 0 whatever X holds there" -> masked weights exactly 0
 #   "(even inf or NaN)" -> inf, NaN and 1e30 past the lengths
+#   "length, finite for scores of any size." -> valid scores of size 1e3, against torch's softmax
 #   "weights of shape (B, Q, K), of the dtype of X." -> float64 weights at 1e-12; on meta, X's dtype
 #   "None, meaning no mask (a plain softmax over the keys)" -> valid_lens = None
 #   "and X itself is left unchanged." -> the scores X after the call
@@ -22,7 +23,7 @@
 #   state -> the scores X after the call (masked in place, X[~keep] = -1e6)
 #   gradient -> the gradient of the weights with respect to X, against autograd of torch's softmax (a detached copy)
 #   type -> n/a: one tensor comes back, which check_close accepts only as exactly torch.Tensor
-#   edge -> lengths 1 and K, one query per example, and valid_lens=None (a None that is not handled)
+#   edge -> lengths 1 and K, one query per example, valid_lens=None; valid scores of 1e3 (exp over a sum overflows)
 #   symmetry -> lengths per example [1, 5, 3] over 4 queries: repeat() for repeat_interleave() mixes the examples
 #   train-eval -> n/a: a function without a module, dropout or mode
 #   efficiency -> n/a: the contract promises no time or memory bound beyond reading no values (the device class)
@@ -169,3 +170,18 @@ _check_gradients(
     hint="mask with tensor operations that keep the graph (masked_fill on X itself, not on a .detach() or .data "
     "copy), then torch.softmax",
 )
+
+# Scores of any size: a softmax written as exp over its sum overflows (inf / inf) where torch.softmax, which
+# subtracts each row's maximum, stays finite.
+_big = _T.tensor(_S, dtype=_f64) * 1e3
+for _lens_b in ([1, 5, 3], None):
+    _got_b = masked_softmax(_big, None if _lens_b is None else _T.tensor(_lens_b))
+    _keep_b = _keep_of([[n] * 4 for n in (_lens_b or [5, 5, 5])], 5)
+    checks.check_close(
+        _got_b,
+        _masked_torch(_big, _keep_b),
+        f"weights of scores of size 1e3 (hidden, lengths {_lens_b})",
+        atol=1e-12,
+        rtol=0,
+        hint="torch.softmax subtracts each row's maximum before exp; exp(X) / exp(X).sum() overflows",
+    )
