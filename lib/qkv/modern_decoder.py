@@ -29,9 +29,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from qkv._validate import positive_int
+from qkv.lm import next_token_distribution
 from qkv.multihead import grouped_query_attention
 from qkv.positional import RotaryPositionalEmbedding
-from qkv.training import evaluating, fusable
+from qkv.pretraining import DecoderOnlyLM
+from qkv.training import evaluating
 
 __all__ = [
     "SWIGLU_MULTIPLE",
@@ -254,23 +256,10 @@ class CachedLM(nn.Module):
         """Token ids X (B, T) -> logits (B, T, V): position t is trained to predict token t + 1."""
         return self.decode(X)[0]
 
-    def loss(self, Y_hat: torch.Tensor, Y: torch.Tensor, averaged: bool = True) -> torch.Tensor:
-        """Cross-entropy of logits (B, T, V) against next tokens (B, T), as in 11.9."""
-        if Y_hat.shape[:-1] != Y.shape:
-            raise ValueError(f"logits {tuple(Y_hat.shape)} and labels {tuple(Y.shape)} must agree on (B, T)")
-        V = Y_hat.shape[-1]
-        loss = F.cross_entropy(Y_hat.reshape(-1, V), Y.reshape(-1), reduction="none")  # (B * T, V) -> (B * T,)
-        return loss.mean() if averaged else loss.reshape(Y.shape)  # (B * T,) -> (B, T)
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        """AdamW with weight decay on the matrices and the embedding only, not on the RMSNorm scales (as 11.9)."""
-        decay = [p for p in self.parameters() if p.dim() >= 2]
-        no_decay = [p for p in self.parameters() if p.dim() < 2]
-        groups = [
-            {"params": decay, "weight_decay": self.config.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ]
-        return torch.optim.AdamW(groups, lr=self.config.lr, fused=fusable(self))
+    # The same loss and optimiser as 11.9's GPT: its methods, not copies (they read only ``self.parameters()`` and
+    # ``self.config.lr`` / ``weight_decay``).
+    loss = DecoderOnlyLM.loss
+    configure_optimizers = DecoderOnlyLM.configure_optimizers
 
     def generate(
         self,
@@ -316,11 +305,9 @@ class CachedLM(nn.Module):
                 if greedy or temperature == 0:
                     next_id = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
                 else:
-                    logits = logits / temperature
-                    if top_k is not None and top_k < logits.shape[-1]:
-                        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]  # (B, k) -> (B, 1)
-                        logits = logits.masked_fill(logits < kth, float("-inf"))
-                    probs = F.softmax(logits, dim=-1) if top_p is None else top_p_distribution(logits, top_p)
+                    probs = next_token_distribution(logits, temperature, top_k)  # (B, V): 11.9's top-k sampling
+                    if top_p is not None:
+                        probs = top_p_distribution(probs.log(), top_p)  # (B, V): then the nucleus of what is left
                     next_id = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
                 ids = torch.cat((ids, next_id), dim=1)  # (B, T) ++ (B, 1) -> (B, T + 1)
                 if ids.shape[1] > L:  # the next call would pass max_len: slide the window, start the caches again

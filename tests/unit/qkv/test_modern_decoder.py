@@ -191,7 +191,9 @@ def test_sampling_with_a_seed_repeats_and_top_p_and_top_k_restrict_the_tokens():
     lm = _lm()
     draw = lambda **kw: lm.generate(torch.tensor([1, 2]), 30, generator=torch.Generator().manual_seed(7), **kw)  # noqa: E731
     assert torch.equal(draw(top_p=0.5), draw(top_p=0.5))
-    assert torch.equal(draw(top_k=1), lm.generate(torch.tensor([1, 2]), 30, greedy=True))
+    greedy = lm.generate(torch.tensor([1, 2]), 30, greedy=True)
+    assert torch.equal(draw(top_k=1), greedy) and torch.equal(draw(top_p=1e-9), greedy)  # one token left: the argmax
+    assert not torch.equal(draw(top_p=1.0), greedy)
     with pytest.raises(ValueError, match="top_p must be a number in"):
         lm.generate(torch.tensor([1]), 3, top_p=1.5)
 
