@@ -70,21 +70,53 @@ def _functions(tree: ast.Module) -> Iterator[ast.FunctionDef]:
             yield node
 
 
+def _replace(tree: ast.AST, old: ast.AST, new: ast.AST | list[ast.stmt]) -> None:
+    """Put ``new`` (a node, or a list of statements in place of one) where ``old`` stands in ``tree``."""
+    for parent in ast.walk(tree):
+        for field_name, value in ast.iter_fields(parent):
+            if value is old:
+                setattr(parent, field_name, new)
+                return
+            if isinstance(value, list):
+                for i, item in enumerate(value):
+                    if item is old:
+                        value[i : i + 1] = new if isinstance(new, list) else [new]
+                        return
+
+
 def _each_site(
-    source: str, find: Callable[[ast.Module], list[ast.AST]], change: Callable[[ast.AST], ast.AST | None]
-) -> Iterator[tuple[int, str]]:
-    """For each node ``find`` returns (by index, in a fresh copy of the tree each time), the cell with ``change``
-    applied to that node alone; yields (line, new source). A change that returns None is skipped."""
-    tree = ast.parse(source)
-    sites = find(tree)
-    for index in range(len(sites)):
+    source: str, find: Callable[[ast.AST], list[ast.AST]], change: Callable[[ast.AST], ast.AST | list | None]
+) -> Iterator[tuple[ast.AST, str]]:
+    """One mutant per node that ``find`` returns: in a fresh tree each time, ``change(node)`` gives what replaces
+    the node (the node itself, changed in place; another node; a list of statements), or None to skip it. Yields the
+    node (for its line) and the mutated cell."""
+    for index in range(len(find(ast.parse(source)))):
         fresh = ast.parse(source)
         node = find(fresh)[index]
-        line = getattr(node, "lineno", 0)
-        if change(node) is None:
+        new = change(node)
+        if new is None:
             continue
+        if new is not node:
+            _replace(fresh, node, new)
         ast.fix_missing_locations(fresh)
-        yield line, ast.unparse(fresh)
+        yield node, ast.unparse(fresh)
+
+
+def _at(node: ast.AST) -> str:
+    return f"line {node.lineno}, column {node.col_offset}"
+
+
+class _Substitute(ast.NodeTransformer):
+    """Every read of the name ``name`` replaced by a copy of ``value``; ``used`` says whether there was one."""
+
+    def __init__(self, name: str, value: ast.expr):
+        self.name, self.value, self.used = name, value, False
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id == self.name and isinstance(node.ctx, ast.Load):
+            self.used = True
+            return copy.deepcopy(self.value)
+        return node
 
 
 def ignore_argument(source: str) -> Iterator[tuple[str, str]]:
@@ -98,23 +130,14 @@ def ignore_argument(source: str) -> Iterator[tuple[str, str]]:
         for arg, default in pairs:
             fresh = ast.parse(source)
             target = list(_functions(fresh))[f_index]
-            used = False
-            for node in ast.walk(target):
-                for field_name, value in ast.iter_fields(node):
-                    if isinstance(value, list):
-                        for i, item in enumerate(value):
-                            if isinstance(item, ast.Name) and item.id == arg.arg and isinstance(item.ctx, ast.Load):
-                                value[i] = copy.deepcopy(default)
-                                used = True
-                    elif isinstance(value, ast.Name) and value.id == arg.arg and isinstance(value.ctx, ast.Load):
-                        setattr(node, field_name, copy.deepcopy(default))
-                        used = True
-            if used:
+            substitute = _Substitute(arg.arg, default)
+            target.body = [substitute.visit(statement) for statement in target.body]
+            if substitute.used:
                 ast.fix_missing_locations(fresh)
                 yield f"{function.name}({arg.arg})", ast.unparse(fresh)
 
 
-def _keyword_sites(keyword: str) -> Callable[[ast.Module], list[ast.AST]]:
+def _keyword_sites(keyword: str) -> Callable[[ast.AST], list[ast.AST]]:
     def find(tree):
         return [
             kw for node in ast.walk(tree) if _torch_attr(node, FACTORIES) for kw in node.keywords if kw.arg == keyword
@@ -124,60 +147,48 @@ def _keyword_sites(keyword: str) -> Callable[[ast.Module], list[ast.AST]]:
 
 
 def float32_dtype(source: str) -> Iterator[tuple[str, str]]:
+    """Each ``dtype=`` of a tensor factory forced to float32 (where it is not float32 already, or an integer or
+    boolean dtype, which forcing float32 would break in another way)."""
+
     def change(kw):
         if isinstance(kw.value, ast.Attribute) and kw.value.attr in ("float32", "bool", "long", "int64"):
-            return None  # already float32, or not a floating dtype: forcing float32 is another mistake
+            return None
         kw.value = ast.parse("torch.float32", mode="eval").body
         return kw
 
-    for line, text in _each_site(source, _keyword_sites("dtype"), change):
-        yield f"line {line}", text
+    for node, text in _each_site(source, _keyword_sites("dtype"), change):
+        yield f"line {node.value.lineno}", text
 
 
 def cpu_device(source: str) -> Iterator[tuple[str, str]]:
+    """Each ``device=`` of a tensor factory replaced by ``"cpu"``."""
+
     def change(kw):
         if isinstance(kw.value, ast.Constant) and kw.value.value == "cpu":
             return None
         kw.value = ast.Constant("cpu")
         return kw
 
-    for line, text in _each_site(source, _keyword_sites("device"), change):
-        yield f"line {line}", text
+    for node, text in _each_site(source, _keyword_sites("device"), change):
+        yield f"line {node.value.lineno}", text
 
 
 def detach_input(source: str) -> Iterator[tuple[str, str]]:
     """Each element of a list or tuple given to ``torch.cat``/``torch.stack``, detached."""
 
     def find(tree):
-        out = []
-        for node in ast.walk(tree):
-            if _torch_attr(node, {"cat", "stack"}) and node.args and isinstance(node.args[0], ast.Tuple | ast.List):
-                out += list(node.args[0].elts)
-        return out
+        return [
+            element
+            for node in ast.walk(tree)
+            if _torch_attr(node, {"cat", "stack"}) and node.args and isinstance(node.args[0], ast.Tuple | ast.List)
+            for element in node.args[0].elts
+        ]
 
     def change(element):
-        return element  # replaced below, in the parent's list
+        return ast.Call(ast.Attribute(element, "detach", ast.Load()), [], [])
 
-    tree = ast.parse(source)
-    count = len(find(tree))
-    for index in range(count):
-        fresh = ast.parse(source)
-        parents = [
-            n
-            for n in ast.walk(fresh)
-            if _torch_attr(n, {"cat", "stack"}) and n.args and isinstance(n.args[0], ast.Tuple | ast.List)
-        ]
-        seen = 0
-        for parent in parents:
-            elts = parent.args[0].elts
-            if index < seen + len(elts):
-                i = index - seen
-                element = elts[i]
-                elts[i] = ast.Call(ast.Attribute(element, "detach", ast.Load()), [], [])
-                ast.fix_missing_locations(fresh)
-                yield f"line {element.lineno}, item {i + 1}", ast.unparse(fresh)
-                break
-            seen += len(elts)
+    for node, text in _each_site(source, find, change):
+        yield _at(node), text
 
 
 def in_place(source: str) -> Iterator[tuple[str, str]]:
@@ -199,17 +210,12 @@ def in_place(source: str) -> Iterator[tuple[str, str]]:
             and n.value.left.id == n.targets[0].id
         ]
 
-    for index in range(len(find(tree))):
-        fresh = ast.parse(source)
-        node = find(fresh)[index]
-        replacement = ast.AugAssign(ast.Name(node.targets[0].id, ast.Store()), node.value.op, node.value.right)
-        ast.copy_location(replacement, node)
-        for parent in ast.walk(fresh):
-            for _, value in ast.iter_fields(parent):
-                if isinstance(value, list) and node in value:
-                    value[value.index(node)] = replacement
-        ast.fix_missing_locations(fresh)
-        yield f"line {node.lineno}, {node.targets[0].id}", ast.unparse(fresh)
+    def change(node):
+        augmented = ast.AugAssign(ast.Name(node.targets[0].id, ast.Store()), node.value.op, node.value.right)
+        return ast.copy_location(augmented, node)
+
+    for node, text in _each_site(source, find, change):
+        yield f"line {node.lineno}, {node.targets[0].id}", text
 
 
 def swap_init(source: str) -> Iterator[tuple[str, str]]:
@@ -227,12 +233,11 @@ def swap_init(source: str) -> Iterator[tuple[str, str]]:
         ]
 
     def change(call):
-        kind = call.func.attr
-        call.func.attr = "zeros" if kind in ("randn", "rand", "empty") else "randn"
+        call.func.attr = "zeros" if call.func.attr in ("randn", "rand", "empty") else "randn"
         return call
 
-    for line, text in _each_site(source, find, change):
-        yield f"line {line}", text
+    for node, text in _each_site(source, find, change):
+        yield f"line {node.lineno}", text
 
 
 def unguarded(source: str) -> Iterator[tuple[str, str]]:
@@ -242,43 +247,31 @@ def unguarded(source: str) -> Iterator[tuple[str, str]]:
     def find(tree):
         return [n for n in ast.walk(tree) if _torch_attr(n, {"softmax"}) and n.args]
 
-    tree = ast.parse(source)
-    for index in range(len(find(tree))):
-        fresh = ast.parse(source)
-        call = find(fresh)[index]
+    def change(call):
         x = ast.unparse(call.args[0])
         dim = next((ast.unparse(k.value) for k in call.keywords if k.arg == "dim"), None)
         if dim is None and len(call.args) > 1:
             dim = ast.unparse(call.args[1])
         if dim is None:
-            continue
-        new = ast.parse(f"(torch.exp({x}) / torch.exp({x}).sum(dim={dim}, keepdim=True))", mode="eval").body
-        for parent in ast.walk(fresh):
-            for field_name, value in ast.iter_fields(parent):
-                if value is call:
-                    setattr(parent, field_name, new)
-                elif isinstance(value, list) and call in value:
-                    value[value.index(call)] = new
-        ast.fix_missing_locations(fresh)
-        yield f"line {call.lineno}", ast.unparse(fresh)
+            return None
+        return ast.parse(f"(torch.exp({x}) / torch.exp({x}).sum(dim={dim}, keepdim=True))", mode="eval").body
+
+    for node, text in _each_site(source, find, change):
+        yield f"line {node.lineno}", text
 
 
 def no_grad_dropped(source: str) -> Iterator[tuple[str, str]]:
     """A ``with torch.no_grad():`` block whose body runs with gradients (the ``with`` removed)."""
 
-    def is_no_grad(node):
-        return isinstance(node, ast.With) and any(_torch_attr(i.context_expr, {"no_grad"}) for i in node.items)
+    def find(tree):
+        return [
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.With) and any(_torch_attr(i.context_expr, {"no_grad"}) for i in n.items)
+        ]
 
-    tree = ast.parse(source)
-    for index in range(sum(1 for n in ast.walk(tree) if is_no_grad(n))):
-        fresh = ast.parse(source)
-        node = [n for n in ast.walk(fresh) if is_no_grad(n)][index]
-        for parent in ast.walk(fresh):
-            for _, value in ast.iter_fields(parent):
-                if isinstance(value, list) and node in value:
-                    i = value.index(node)
-                    value[i : i + 1] = node.body
-        yield f"line {node.lineno}", ast.unparse(fresh)
+    for node, text in _each_site(source, find, lambda with_block: with_block.body):
+        yield f"line {node.lineno}", text
 
 
 #: name -> (the class of mistake, the operator).
