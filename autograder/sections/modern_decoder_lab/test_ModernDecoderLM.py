@@ -11,13 +11,13 @@
 #   "self.norm_f = modern.RMSNorm(num_hiddens, eps);" -> the final norm, by name
 #   "self.head = nn.Linear(num_hiddens, vocab_size, bias=False), its" -> no head bias
 #   "weight the embedding's own when config.tie_weights." -> tied: the same tensor; untied: two
-#   "the linear layers and the embedding drawn from N(0, 0.02^2)." -> the standard deviation of 40,000 weights
+#   "the linear layers and the embedding drawn from N(0, 0.02^2)." -> the embedding, W_q, a W_down: std 0.02
 #   "the previous call returned, one LayerCache per" -> chunks of 5, 4 and 3; one cache per block
 #   "start) -> (logits (B, T, vocab_size), the new list of caches)." -> logits against the reference
 #   "ValueError if the cached and new tokens together are more than" -> 12 cached + 1 new with max_len 12
 #   "max_len, or if T is 0." -> an empty X
 # Classes: each kind of mistake, and the check that catches it.
-#   value -> logits against the reference with the same weights (no_final_norm)
+#   value -> logits against the reference (no_final_norm); the linear layers' initialisation (embedding_only_init)
 #   dtype -> n/a: the modules follow .double(); float64 logits are checked with the values
 #   device -> n/a: decode makes no tensor of its own; its modules follow .to(device)
 #   pass-through -> num_kv_heads, rope_base, eps and ffn_num_hiddens reach the blocks (kv_heads_ignored)
@@ -51,9 +51,18 @@ _refs = [_md.ModernDecoderLM(_c).double() for _c in _configs]  # built before th
 
 with checks.forbid_reference(ModernDecoderLM, (_md, "ModernDecoderLM")):
     _big = ModernDecoderLM(ModernConfig(vocab_size=500, num_hiddens=80, num_blks=1))
-    _std = float(_big.token_embedding.weight.detach().std())
-    checks.check_true(abs(_std - 0.02) < 0.002, f"weights drawn with standard deviation 0.02 (hidden), got {_std:.4f}",
-                      hint="nn.init.normal_(weight, mean=0.0, std=0.02), each nn.Linear and nn.Embedding")  # fmt: skip
+    _parts = {
+        "the embedding": _big.token_embedding.weight,
+        "W_q of block 0": _big.blks[0].W_q.weight,
+        "SwiGLU's W_down of block 0": _big.blks[0].ffn.W_down.weight,
+    }
+    for _part, _weight in _parts.items():
+        _std = float(_weight.detach().std())
+        checks.check_true(
+            abs(_std - 0.02) < 0.002,
+            f"{_part} drawn with standard deviation 0.02 (hidden), got {_std:.4f}",
+            hint="nn.init.normal_(weight, mean=0.0, std=0.02), each nn.Linear and nn.Embedding",
+        )
     for _c, _ref in zip(_configs, _refs):
         _lm = ModernDecoderLM(_c).double()
         _what = f"ModernDecoderLM({_c.num_blks} blocks, {_c.num_kv_heads} key/value heads)"
