@@ -100,10 +100,11 @@ def pytest_collection_modifyitems(config, items):
 
 
 def grading_group(nodeid: str) -> str | None:
-    """``grading-<slug>`` for a case of ``tests/notebooks/test_grading_answers.py`` (its id starts with the slug),
-    else None."""
+    """``grading-<slug>`` for a case of ``tests/notebooks/test_grading_answers.py`` or
+    ``tests/grading/test_generated_mutants.py`` (its id starts with the slug), else None: both run in the section's
+    in-process harness, which a worker starts once per section."""
     path, _, rest = nodeid.partition("::")
-    if not path.endswith("test_grading_answers.py") or "[" not in rest:
+    if not path.endswith(("test_grading_answers.py", "test_generated_mutants.py")) or "[" not in rest:
         return None
     return "grading-" + rest.split("[", 1)[1].split(":", 1)[0].rstrip("]")
 

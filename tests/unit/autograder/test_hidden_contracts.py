@@ -16,8 +16,9 @@ The rule of issue 26: the same opening comment has a block
     #   device -> n/a: <why no mistake of this kind can occur in this stub>
 
 naming every class of :data:`autograder.mutants.CLASSES` once, and each class it says is checked (not ``n/a``) has at
-least one mutant of that class (``class = "..."`` in ``mutants.toml``), which
-``tests/notebooks/test_grading_answers.py`` proves rejected.
+least one mutant of that class (``class = "..."`` in ``mutants.toml``, which
+``tests/notebooks/test_grading_answers.py`` proves rejected, or one that :mod:`autograder.operators` generates and
+``equivalents.toml`` does not list, which ``tests/grading/test_generated_mutants.py`` proves rejected).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import re
 
 import pytest
 
-from autograder import mutants
+from autograder import mutants, operators
 from course.section import sections
 
 HEADER = "# Contract: the page's sentences each check relies on."
@@ -131,10 +132,13 @@ def test_each_hidden_test_names_every_class_of_mistake_and_has_its_mutants(sec, 
     stubs = mutants.by_stub(sec)
     if grade not in stubs:  # a hidden test of a stub that is not graded by mutants (none today)
         pytest.fail(f"{path.name} tests {grade!r}, which is not a stub of {sec.slug}")
-    have = {m.klass for m in stubs[grade]}
+    listed = {e.mutant for e in operators.equivalents(sec) if e.stub == grade}
+    generated = {m.klass for m in operators.generate(sec) if m.grade_id == grade and m.name not in listed}
+    have = {m.klass for m in stubs[grade]} | generated
     unproven = [k for k, how in found.items() if not how.startswith("n/a") and k not in have]
     assert not unproven, (
-        f"{path.name} says it checks {unproven}, but {sec.mutants.name} has no mutant [[{grade}]] of that class: "
+        f"{path.name} says it checks {unproven}, but neither {sec.mutants.name} nor the operators "
+        f"(autograder/operators.py) have a mutant [[{grade}]] of that class that the hidden tests must reject: "
         'add one (class = "...") so that the check is proven to reject it, or say n/a: why'
     )
     for klass, how in found.items():
