@@ -1,6 +1,7 @@
 # Shared by the hidden tests of every section that imports it (``from _shared import ...``): the course's probes, a
 # fix to one lands once. The assembler puts this text where the import was (autograder/assemble.py: hidden_tests), so
 # every hidden block stays self-contained in its notebook cell; a section's own helpers are in its _common.py.
+import math as _math
 import types as _types
 
 import torch as _torch
@@ -81,3 +82,77 @@ def _device_probe(on_cpu, on_meta, what):
     if devices in ([], ["meta"]):
         return None
     return f"{what} on inputs on the 'meta' device (as on a GPU) returned tensors on {devices}"
+
+
+# ---------------------------------------------------------------- laws of random draws (issue 40)
+# A contract on a distribution is checked against the law itself, never one draw: every statistical check below
+# fails a correct answer with probability at most _ALPHA, computed exactly (binomial tails) or from the chi-square
+# law of a sum of squared standard scores (the spread). The course has at most 100 such checks in all the hidden
+# tests of one notebook (tests/unit/autograder/test_statistics.py counts them), so a correct submission loses a point
+# by chance with probability below 100 * _ALPHA = 1e-6.
+_ALPHA = 1e-8
+_P_VALUES = []  # (what, p-value) of every statistical check run: benchmarks/false_alarms.py reads them
+
+
+def _log_binom_pmf(k, n, p):
+    return (
+        _math.lgamma(n + 1)
+        - _math.lgamma(k + 1)
+        - _math.lgamma(n - k + 1)
+        + k * _math.log(p)
+        + (n - k) * _math.log1p(-p)
+    )
+
+
+def _binom_tails(k, n, p):
+    """(P[X <= k], P[X >= k]) for X ~ Binomial(n, p), summed exactly in log space."""
+
+    def total(ks):
+        logs = [_log_binom_pmf(j, n, p) for j in ks]
+        top = max(logs)
+        return _math.exp(top) * sum(_math.exp(v - top) for v in logs)
+
+    return min(1.0, total(range(0, k + 1))), min(1.0, total(range(k, n + 1)))
+
+
+def _rate_problem(count, total, p, what):
+    """None when ``count`` successes in ``total`` draws fit probability ``p`` (an exact two-sided binomial test at
+    level _ALPHA), else a sentence saying how far they are."""
+    low, high = _binom_tails(count, total, p)
+    _P_VALUES.append((what, min(1.0, 2 * min(low, high))))
+    if min(low, high) * 2 > _ALPHA:
+        return None
+    side = "few" if low < high else "many"
+    return (
+        f"{what}: {count} of {total} ({count / total:.4f}), too {side} for probability {p:.4f} "
+        f"(a right answer is this far off less than once in {1 / _ALPHA:.0e} gradings)"
+    )
+
+
+def _chi2_cdf(x, dof):
+    """P[chi^2_dof <= x]: the regularised lower incomplete gamma P(dof / 2, x / 2), by its series."""
+    a, y = dof / 2, x / 2
+    if y <= 0:
+        return 0.0
+    term = total = 1.0 / a
+    n = 0
+    while term > total * 1e-16:
+        n += 1
+        term *= y / (a + n)
+        total += term
+    return min(1.0, _math.exp(a * _math.log(y) - y - _math.lgamma(a)) * total)
+
+
+def _spread_problem(counts, totals, p, what):
+    """None when the rows' counts (``counts[i]`` of ``totals[i]``) spread as independent draws with probability ``p``
+    do, else a sentence. The sum of the squared standard scores of the rows follows a chi-square law with one degree
+    per row; a fixed count per row (the same mean, no spread) makes it far too small. Level _ALPHA (lower tail)."""
+    rows = [(c, n) for c, n in zip(counts, totals) if n > 0]
+    stat = sum((c - n * p) ** 2 / (n * p * (1 - p)) for c, n in rows)
+    _P_VALUES.append((what, _chi2_cdf(stat, len(rows))))
+    if _chi2_cdf(stat, len(rows)) > _ALPHA:
+        return None
+    return (
+        f"{what}: the counts per row vary far less than independent draws do (spread {stat:.1f} over {len(rows)} "
+        f"rows; independent draws give about {len(rows)}): each element must be drawn on its own, not a fixed number"
+    )

@@ -1,12 +1,15 @@
 # Hidden: V = 50 with 5 special ids (mask id 3), 64 x 300 tokens of which about 10% special, seed 2024; the rates
-# against their expectations with tolerances of 3.5 to 4 standard deviations: 15% chosen, and among the chosen
-# 80% <mask>, 10% random (drawn uniformly from the ordinary ids, so 1 in 45 equals the original) and 10% kept;
-# the random draws reach many ids; the generator alone decides the result.
+# against their probabilities by exact binomial tests (_shared._rate_problem: a right answer fails one less than once
+# in 1e8 gradings): 15% chosen, and among the chosen 80% <mask>, 10% random (drawn uniformly from the ordinary ids,
+# so 1 in 45 equals the original) and 10% kept; the chosen counts per row spread as independent draws do (a fixed
+# count per row has the same mean and no spread: _shared._spread_problem); with V = 8 and 5 special ids, the random
+# draws reach each of the 3 ordinary ids, the first and the last included (a right answer misses one with
+# probability below 3 (1 - 0.15 * 0.1 * 2 / 9)^19200 < 1e-27); the generator alone decides the result.
 # Contract: the page's sentences each check relies on.
 #   "ids < num_special are special tokens and are never chosen." -> specials never chosen or changed
-#   "Each other token is chosen with probability 0.15, independently;" -> share chosen, 4 sd
+#   "Each other token is chosen with probability 0.15, independently;" -> share chosen; spread of the rows' counts
 #   "a chosen token becomes mask_id with probability 0.8," -> share made <mask>
-#   "a random id drawn uniformly from [num_special, vocab_size)" -> ids in range, 35 of 45 reached
+#   "a random id drawn uniformly from [num_special, vocab_size)" -> ids in range; V = 8: ids 5, 6 and 7 all reached
 #   "with probability 0.1," -> share replaced (1 in 45 is the original)
 #   "and stays as it is otherwise." -> share unchanged
 #   "Draw every random number with `generator` (CPU), in the order you like" -> same generator state, same result
@@ -16,7 +19,7 @@
 #   "labels the original token where chosen and IGNORE_INDEX (-100) elsewhere." -> labels; long dtypes
 #   "the grader refuses an answer that calls the course's own version of it" -> qkv.corruption.mask_tokens not called
 # Classes: each kind of mistake, and the check that catches it.
-#   value -> the rates (15% chosen; 80% <mask>, 10% random, 10% kept among them) and labels only where chosen
+#   value -> the rates (15% chosen, spread per row; 80% <mask>, 10% random, 10% kept) and labels only where chosen
 #   dtype -> inputs and labels are long tensors
 #   device -> n/a: every draw is the CPU generator's; the contract names no other device
 #   pass-through -> generator (the same state gives the same result); num_special (random ids from [num_special, V))
@@ -27,7 +30,8 @@
 #   symmetry -> n/a: the contract treats the two 10% cases alike (which range of u draws the random id is free)
 #   train-eval -> n/a: a function with no training behaviour
 #   efficiency -> n/a: the contract promises no time or memory
-from _common import _T, _is_tensor, _math, _qc  # the section's shared helpers (the assembler inlines _common.py)
+from _common import _T, _is_tensor, _qc  # the section's shared helpers (the assembler inlines _common.py)
+from _shared import _rate_problem, _spread_problem  # the course's laws of random draws (assembler inlines _shared.py)
 
 _g = _T.Generator().manual_seed(2024)
 _tok = _T.randint(5, 50, (64, 300), generator=_g)
@@ -57,7 +61,7 @@ checks.check_true(
 _ch = (_lab != -100).tolist()
 _t, _i, _l = _tok.tolist(), _inp.tolist(), _lab.tolist()
 _n_ord = _n_ch = _n_mask = _n_same = _n_rand = 0
-_rand_ids = set()
+_row_chosen, _row_ordinary = [0] * 64, [0] * 64
 for _b in range(64):
     for _s in range(300):
         _tt, _ii, _ll, _c = _t[_b][_s], _i[_b][_s], _l[_b][_s], _ch[_b][_s]
@@ -69,6 +73,7 @@ for _b in range(64):
             )
             continue
         _n_ord += 1
+        _row_ordinary[_b] += 1
         if not _c:
             checks.check_true(
                 _ii == _tt and _ll == -100,
@@ -78,13 +83,13 @@ for _b in range(64):
             continue
         checks.check_true(_ll == _tt, "a chosen token's label is the original token (hidden)")
         _n_ch += 1
+        _row_chosen[_b] += 1
         if _ii == 3:
             _n_mask += 1
         elif _ii == _tt:
             _n_same += 1
         else:
             _n_rand += 1
-            _rand_ids.add(_ii)
             checks.check_true(
                 5 <= _ii < 50,
                 "random replacements are ordinary ids (hidden)",
@@ -92,20 +97,26 @@ for _b in range(64):
             )
 
 
-def _near(count, total, p, what, hint):
-    sd = _math.sqrt(p * (1 - p) / total)
-    got = count / total
-    checks.check_true(
-        abs(got - p) <= 4 * sd, f"{what}: {got:.4f}, expected {p:.4f} +- {4 * sd:.4f} (hidden)", hint=hint
-    )
-
-
-_near(_n_ch, _n_ord, 0.15, "share of ordinary tokens chosen", "choose each with probability 0.15")
-_near(_n_mask, _n_ch, 0.8, "share of chosen tokens made <mask>", "u < 0.8: <mask>")
-_near(_n_rand, _n_ch, 0.1 * 44 / 45, "share of chosen tokens replaced by another token", "0.8 <= u < 0.9")
-_near(_n_same, _n_ch, 0.1 + 0.1 / 45, "share of chosen tokens left unchanged", "0.9 <= u: unchanged")
+for _count, _total, _p, _what, _hint in [
+    (_n_ch, _n_ord, 0.15, "share of ordinary tokens chosen", "choose each with probability 0.15"),
+    (_n_mask, _n_ch, 0.8, "share of chosen tokens made <mask>", "u < 0.8: <mask>"),
+    (_n_rand, _n_ch, 0.1 * 44 / 45, "share of chosen tokens replaced by another token", "0.8 <= u < 0.9"),
+    (_n_same, _n_ch, 0.1 + 0.1 / 45, "share of chosen tokens left unchanged", "0.9 <= u: unchanged"),
+]:
+    _problem = _rate_problem(_count, _total, _p, _what)
+    checks.check_true(_problem is None, f"{_problem} (hidden)", hint=_hint)
+_problem = _spread_problem(_row_chosen, _row_ordinary, 0.15, "ordinary tokens chosen per row")
 checks.check_true(
-    len(_rand_ids) >= 35,
-    f"random replacements reach {len(_rand_ids)} of the 45 ordinary ids (hidden)",
-    hint="draw uniformly from [num_special, vocab_size)",
+    _problem is None,
+    f"{_problem} (hidden)",
+    hint="draw one uniform number per token and compare it with 0.15: each token is chosen on its own",
+)
+# V = 8, ids 0-4 special: every token ordinary, the random draws from {5, 6, 7}; each must appear.
+_few = _T.randint(5, 8, (64, 300), generator=_T.Generator().manual_seed(11))
+_inp3, _ = mask_tokens(_few, 3, 8, 5, generator=_T.Generator().manual_seed(12))
+_seen = set(_inp3[(_inp3 != _few) & (_inp3 != 3)].tolist())
+checks.check_true(
+    _seen == {5, 6, 7},
+    f"with vocab_size 8 and num_special 5, the random replacements are {sorted(_seen)}, not all of 5, 6 and 7 (hidden)",
+    hint="draw uniformly from [num_special, vocab_size): torch.randint's high end is excluded, so pass vocab_size",
 )

@@ -17,7 +17,7 @@
 #   state -> the logits are unchanged after a call (no in-place division)
 #   gradient -> n/a: the distribution is sampled from; nothing is trained through it
 #   type -> n/a: one tensor, checked by shape and dtype
-#   edge -> top-k 1 and V; ties at the k-th largest logit; logits of size 1e4
+#   edge -> top-k 1 and V; ties at the k-th largest logit; logits of size 1e4; 0, -200, -210 at temperature 100
 #   symmetry -> B = 3 rows and V = 11 tokens, all different: a softmax over the batch axis differs
 #   train-eval -> n/a: a function with no training behaviour
 #   efficiency -> n/a: the contract promises no time or memory
@@ -81,6 +81,19 @@ with checks.forbid_reference(sampling_distribution, (_ql, "next_token_distributi
         _T.ones(3, dtype=_f64),
         "rows of logits of size 1e4 (hidden)",
         hint="use torch.softmax, which subtracts the maximum",
+    )
+    # A high temperature brings far-apart logits close: float32 logits 0, -200, -210 at temperature 100 are the
+    # logits 0, -2, -2.1. Raising probabilities to the power 1 / temperature is the same in exact arithmetic, but
+    # exp(-200) is 0 in float32, and so is its power: the division must come before the softmax.
+    _far = sampling_distribution(_T.tensor([[0.0, -200.0, -210.0]]), 100.0, None)
+    checks.check_close(
+        _far.double(),
+        _T.tensor([_ref_probs([0.0, -2.0, -2.1], 1.0, None)], dtype=_f64),
+        "float32 logits 0, -200, -210 at temperature 100 (hidden)",
+        atol=1e-6,
+        rtol=1e-5,
+        hint="divide the logits by the temperature, then take the softmax; softmax(logits) ** (1 / temperature) "
+        "loses every probability that underflowed",
     )
     _f32 = sampling_distribution(_lg.float(), 1.0, 2)
     _is_tensor(_f32, "sampling_distribution of float32 logits (hidden)", (_T.float32,), "keep the logits' dtype")
