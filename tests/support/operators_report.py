@@ -1,6 +1,7 @@
 """``python -m tests.support.operators_report [SLUG ...]``: run every mutant :mod:`autograder.operators` generates
 through its section's hidden tests, in the in-process harness (the grader's shell and guard), and print the table of
-operators by section: generated, rejected, surviving, with each survivor named (issue 40's report)."""
+operators by section: rejected/generated, and how many of the rest each section's ``equivalents.toml`` lists, with
+every survivor it does not list named (issue 40's report; ``tests/grading/test_generated_mutants.py`` is the gate)."""
 
 from __future__ import annotations
 
@@ -29,27 +30,43 @@ def survivors(slug: str) -> tuple[list, list]:
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     chosen = [s.slug for s in sections() if not argv or s.slug in argv]
-    table: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
-    named = []
+    # slug -> operator -> [rejected, listed equivalent, surviving unlisted]
+    table: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
+    named, stale = [], []
     for slug in chosen:
+        listed = {(e.stub, e.mutant) for e in operators.equivalents(slug)}
         rejected, surviving = survivors(slug)
         for m in rejected:
             table[slug][m.operator][0] += 1
+            if (m.grade_id, m.name) in listed:
+                stale.append(f"{slug} [[{m.grade_id}]] {m.name}: listed equivalent, but rejected")
         for m in surviving:
-            table[slug][m.operator][1] += 1
-            named.append(f"{slug} [[{m.grade_id}]] {m.name} ({m.klass})")
+            equivalent = (m.grade_id, m.name) in listed
+            table[slug][m.operator][1 if equivalent else 2] += 1
+            if not equivalent:
+                named.append(f"{slug} [[{m.grade_id}]] {m.name} ({m.klass})")
         print(f"{slug}: {len(rejected)} rejected, {len(surviving)} surviving", flush=True)
     names = list(operators.OPERATORS)
     print("\n| section | " + " | ".join(names) + " | all |")
     print("|---|" + "---:|" * (len(names) + 1))
-    for slug in chosen:
-        row = [table[slug][n] for n in names]
-        cells = [f"{r}/{r + s}" if r + s else "" for r, s in row]
-        total = sum(r for r, _ in row), sum(r + s for r, s in row)
-        print(f"| {slug} | " + " | ".join(cells) + f" | {total[0]}/{total[1]} |")
-    print("\n(rejected/generated)\n\nSurviving:")
-    for line in named:
+    for slug in chosen + ["all"]:
+        rows = (
+            [table[slug][n] for n in names]
+            if slug != "all"
+            else [[sum(table[s][n][i] for s in chosen) for i in range(3)] for n in names]
+        )
+        cells = [_cell(*row) for row in rows]
+        print(f"| {slug} | " + " | ".join(cells) + f" | {_cell(*(sum(r[i] for r in rows) for i in range(3)))} |")
+    print("\n(rejected/generated, + the equivalents listed; ! the survivors not listed)\n\nSurviving, not listed:")
+    for line in named + stale:
         print(f"- {line}")
+
+
+def _cell(rejected: int, equivalent: int, unlisted: int) -> str:
+    generated = rejected + equivalent + unlisted
+    if not generated:
+        return ""
+    return f"{rejected}/{generated}" + (f" +{equivalent}" if equivalent else "") + (f" !{unlisted}" if unlisted else "")
 
 
 if __name__ == "__main__":
