@@ -1,12 +1,12 @@
 """False alarms of the hidden tests' statistical checks (issue 40): right answers run over many seeds.
 
 A contract on a distribution (``mask_tokens``: each token chosen with probability 0.15 on its own; the 80/10/10
-split; random ids drawn uniformly) is checked by ``autograder/sections/_shared.py``'s laws of random draws, each at
-level ``_ALPHA`` (1e-8): a right answer fails one with at most that probability, so with at most 100 such checks in a
-notebook a right submission loses a point by chance less than once in a million gradings. This script shows it on
+split; random ids drawn uniformly; ``span_noise``: a uniform split of the noise into spans) is checked by
+``autograder/sections/_shared.py``'s laws of random draws, each at level ``_ALPHA`` (1e-8): a right answer fails
+one with at most that probability, so with at most 100 such checks in a notebook a right submission loses a point by chance less than once in a million gradings. This script shows it on
 the answers themselves: it runs the hidden test of each stub with a statistical contract on the reference answer
-(``solutions/``) and on every right variant (``variants.toml``), each over ``--seeds`` generator seeds (the answer
-is given ``generator`` seeded from the test's own seed and the run's, so the same state still gives the same result),
+(``solutions/``) and on every right variant (``variants.toml``), each over ``--seeds`` generator seeds (each generator
+the test makes is shadowed by one seeded from its seed and the run's, so the same state still gives the same result),
 and on the generated mutants that break the law (``fixed_count``, ``random_range``), to show the checks' power. It
 prints a table per check: runs, failures, the smallest p-value seen and the share of p-values below 0.01 (near 1%
 when the check's law is right).
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 #: The stubs whose hidden tests check a law of random draws, by section.
-STATISTICAL = {"large-pretraining-transformers": ["mask_tokens"]}
+STATISTICAL = {"large-pretraining-transformers": ["mask_tokens", "span_noise"]}
 
 
 def _answers(slug: str, grade: str):
@@ -55,15 +55,19 @@ def _run(slug: str, grade: str, source: str, seed: int) -> tuple[bool, list]:
     exec(compile(source, f"<{grade}>", "exec"), answer)
     fn = answer[grade]
 
+    shadows: dict[int, tuple] = {}  # id of the test's generator -> (it, the answer's): one stream per generator
+
     def moved(*args, generator=None, **kwargs):
-        g = torch.Generator().manual_seed(generator.initial_seed() * 1_000_003 + seed)
-        return fn(*args, generator=g, **kwargs)
+        if id(generator) not in shadows:
+            shadow = torch.Generator().manual_seed(generator.initial_seed() * 1_000_003 + seed)
+            shadows[id(generator)] = (generator, shadow)
+        return fn(*args, generator=shadows[id(generator)][1], **kwargs)
 
     space = {"torch": torch, "checks": checks, grade: moved}
     try:
         exec(compile(assemble.hidden_tests(slug, f"test_{grade}"), f"<hidden {grade}>", "exec"), space)
         passed = True
-    except checks.CheckFailed:
+    except Exception:  # a failed check, or an error the grader counts as a failure too
         passed = False
     return passed, list(space.get("_P_VALUES", []))
 
