@@ -2,14 +2,14 @@
 
 A contract on a distribution (``mask_tokens``: each token chosen with probability 0.15 on its own; the 80/10/10
 split; random ids drawn uniformly; ``span_noise``: a uniform split of the noise into spans) is checked by
-``autograder/sections/_shared.py``'s laws of random draws, each at level ``_ALPHA`` (1e-8): a right answer fails
-one with at most that probability, so with at most 100 such checks in a notebook a right submission loses a point by chance less than once in a million gradings. This script shows it on
-the answers themselves: it runs the hidden test of each stub with a statistical contract on the reference answer
-(``solutions/``) and on every right variant (``variants.toml``), each over ``--seeds`` generator seeds (each generator
-the test makes is shadowed by one seeded from its seed and the run's, so the same state still gives the same result),
-and on the generated mutants that break the law (``fixed_count``, ``random_range``), to show the checks' power. It
-prints a table per check: runs, failures, the smallest p-value seen and the share of p-values below 0.01 (near 1%
-when the check's law is right).
+``autograder/sections/_shared.py``'s laws of random draws, each at level ``_ALPHA`` (1e-8): a right answer fails one
+with at most that probability, so with at most 100 such checks in a notebook a right submission loses a point by
+chance less than once in a million gradings. This script shows it on the answers themselves: it runs the hidden test
+of each stub with a statistical contract on the reference answer (``solutions/``) and on every right variant
+(``variants.toml``), each over ``--seeds`` generator seeds (each generator the test makes is shadowed by one seeded
+from its seed and the run's, so the same state still gives the same result), and on the generated mutants that break
+the law (``fixed_count``, ``random_range``), to show the checks' power. It prints a table per check: runs, failures,
+the smallest p-value seen and the share of p-values below 0.01 (near 1% when the check's law is right).
 
     .venv/bin/python benchmarks/false_alarms.py [--seeds 300]
 """
