@@ -3,23 +3,26 @@
 # cannot fail a correct answer); a linear-time function must give k < 1.5. The inputs must be self-attention inputs of
 # shape (batch, n, d) with batch = 2, the given clock must be used, and the times must be in ms. The linear-time
 # function runs on a clock of its own that advances n / 64 ms a call, so its exponent is exactly 1 (on real clocks,
-# busy machines measured 1.72 and 1.54 for it).
+# busy machines measured 1.72 and 1.54 for it). A sweep on a fake clock passes d = 16, warmup = 2 and repeats = 3
+# (neither the defaults nor the visible test's values) and checks the shapes and the count of calls; with device='meta'
+# (a stand-in for a GPU) and the CPU as the default device, attention must receive all three inputs on 'meta'.
 # Contract: the page's sentences each check relies on.
 #   "For each n in ns (in order): make random queries, keys and values, each of" -> the shapes (2, n, 64)
-#   "shape (batch, n, d), on `device`;" -> the shapes; inputs on the CPU with 'meta' as default
+#   "shape (batch, n, d), on `device`;" -> the shapes; on the CPU with 'meta' as default; on 'meta' if asked
+#   "d, batch, device: the width, batch size and device of the inputs." -> (2, n, 16) for d = 16; device='meta'
 #   "with timing.benchmark(..., warmup=warmup, repeats=repeats, device=device," -> the clock times the calls
 #   "clock=clock) and keep its median in milliseconds." -> times in ms, against ours
 #   "Then fit the medians against ns with timing.fit_power_law." -> k near 2, below 1.5 if linear; 2 on a fake clock
 #   "(k, times_ms): the fitted exponent, and the list of median times in ms, one per n." -> a list, one per n
-#   "The tests check that attention receives its inputs on the device given," -> the 'meta' default device
+#   "The tests check that attention receives its inputs on the device given," -> device='cpu' and device='meta'
 #   "also when PyTorch's default device is another one." -> the 'meta' default device
 #   "`costlab.run_sweep` (5, which uses `timing.benchmark` and `timing.fit_power_law`" -> run_sweep not called
-#   "warmup, repeats, clock: passed on to timing.benchmark." -> warmup + repeats calls of attention per n
+#   "warmup, repeats, clock: passed on to timing.benchmark." -> 2 + 3 calls of attention per n for warmup = 2
 # Classes: each kind of mistake, and the check that catches it.
 #   value -> k near 2 for a quadratic attention, below 1.5 for a linear one; ms against ours; exactly 2 on a fake clock
 #   dtype -> n/a: the contract names no dtype (random inputs in the default dtype, as torch.randn makes them)
-#   device -> 'meta' as the default device: the inputs must reach attention on the device given
-#   pass-through -> the shapes (batch = 2); the clock given is read; attention runs warmup + repeats times per n
+#   device -> 'meta' as the default device, and device='meta': inputs on the device given (cpu_device@...)
+#   pass-through -> shapes for batch = 2, d = 16; clock read; 2 + 3 calls per n (ignore_argument@..., ignores_clock)
 #   state -> three sweeps in a row, then the probes: times kept from an earlier call break the list and the fit
 #   gradient -> n/a: nothing is trained; the sweep only times attention
 #   type -> times_ms is a list, one median per n
@@ -117,7 +120,8 @@ checks.check_true(
 # exponent 2 and those times. A right answer makes no 'meta' tensor, so it pays nothing for the probe (arithmetic or
 # even randn on 'meta' imports sympy and torch._dynamo, seconds in a fresh process), and an answer that reads values
 # out of its tensors (allowed here, as the docstring says: outside the timed calls it costs nothing measured) works.
-_now, _devices, _calls = [0.0], set(), {}
+# The sweep passes d = 16, warmup = 2 and repeats = 3, none of them the defaults nor the visible test's values.
+_now, _devices, _calls, _fake_shapes = [0.0], set(), {}, set()
 
 
 def _fake_clock():
@@ -126,19 +130,24 @@ def _fake_clock():
 
 def _device_attention(q, k, v):
     _devices.update(str(t.device) for t in (q, k, v))
+    _fake_shapes.add((tuple(q.shape), tuple(k.shape), tuple(v.shape)))
     _calls[int(q.shape[1])] = _calls.get(int(q.shape[1]), 0) + 1
     _now[0] += (int(q.shape[1]) / 64) ** 2 * 1e-3  # seconds: 1 ms at n = 64, quadratic in n
     return v
 
 
+def _one_line(err):
+    return f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+
+
 try:
     with torch.device("meta"):
         _k_dev, _times_dev = measured_exponent(
-            _device_attention, _ns, d=_d, batch=_b, device="cpu", warmup=1, repeats=3, clock=_fake_clock
+            _device_attention, _ns, d=16, batch=_b, device="cpu", warmup=2, repeats=3, clock=_fake_clock
         )
     _err = None
 except Exception as _e:  # report what the student's code raised, in one line
-    _err = f"{type(_e).__name__}: {str(_e).splitlines()[0] if str(_e) else ''}"
+    _err = _one_line(_e)
 _hint_dev = "make the queries, keys and values with device=device, and pass device=device on to timing.benchmark"
 checks.check_true(
     _devices <= {"cpu"},
@@ -148,6 +157,11 @@ checks.check_true(
 )
 checks.check_true(
     _err is None, f"measured_exponent with device='cpu' and 'meta' as the default device raised {_err}", _hint_dev
+)
+checks.check_true(
+    _fake_shapes == {((_b, n, 16),) * 3 for n in _ns},
+    "with d = 16, attention is called with queries, keys and values of shape (batch, n, 16) for every n",
+    hint=f"make the inputs with torch.randn(batch, n, d, ...); got {sorted(_fake_shapes)[:6]}",
 )
 checks.check_scalar(
     float(_k_dev), 2.0, "the exponent for a fake clock that runs (n / 64)^2 ms a call (hidden)", atol=1e-6
@@ -160,7 +174,27 @@ checks.check_true(
     hint="return timing.benchmark's median_ms for every n, in the order of ns",
 )
 checks.check_true(
-    _calls == {n: 1 + 3 for n in _ns},
-    f"with warmup=1 and repeats=3, attention is called 4 times for each n (got {_calls})",
+    _calls == {n: 2 + 3 for n in _ns},
+    f"with warmup=2 and repeats=3, attention is called 5 times for each n (got {_calls})",
     hint="pass warmup=warmup and repeats=repeats on to timing.benchmark: its own defaults are 3 and 10",
+)
+
+# The device given, when it is not the CPU: device='meta' (a stand-in for a GPU) with the CPU as the default device.
+# The inputs must reach attention on 'meta', all three: an answer that makes them on the CPU by name (device="cpu")
+# passes the sweep above, not this one. Random inputs on 'meta' cost a right answer 0.4 s once (randn there imports
+# part of torch._dynamo). An answer that reads a value out of its inputs, which 'meta' cannot and a GPU can, is not
+# judged here.
+_now[0], _devices, _read = 0.0, set(), None
+try:
+    measured_exponent(_device_attention, [64, 128], d=8, batch=1, device="meta", warmup=0, repeats=1, clock=_fake_clock)
+except Exception as _e:  # a value read on 'meta' is allowed; anything else is reported
+    _read = _one_line(_e)
+# a value read (.item(), float(), .numpy()) that 'meta' refuses and a GPU allows; copying the inputs out of 'meta'
+# (.cpu(), .to("cpu")) is moving them off the device given, and counts
+_meta_read = _read is not None and ("cannot be called on meta" in _read or "meta device type tensor to numpy" in _read)
+checks.check_true(
+    _meta_read or (_read is None and _devices == {"meta"}),
+    f"with device='meta' (as a GPU would be) and the CPU as the default device, attention receives its inputs on "
+    f"'meta'; they were on {sorted(_devices)}" + (f" (the sweep raised {_read})" if _read else ""),
+    hint="make the queries, keys and values with device=device, and pass device=device on to timing.benchmark",
 )

@@ -1,10 +1,11 @@
 # Hidden: float64 references by explicit loops over Python floats (B = 2, Q = 4, K = 10, d = 3, v = 2), for blocks of
 # 1, 3, 4, 10 and 16 keys, with no mask, lengths per example and per query, and queries of length 0 (the mean of all
 # the values); scores above 1000 (no overflow); the queries' dtype kept; no tensor made off the inputs' device
-# (default device 'meta'); and the memory: the peak of the bytes held by live tensors during one call
-# (qkv.costlab.LiveTensorBytes, a TorchFunctionMode: deterministic and fast), fitted against n = 64 .. 512, must grow
-# with an exponent below 1.4 (the (B, Q, K) scores give 2). The function must be the student's own: neither qkv's
-# reference nor PyTorch's fused scaled_dot_product_attention may be called.
+# (default device 'meta', and inputs on 'meta' for an answer that names the CPU); and the memory: the peak of the
+# bytes held by live tensors during one call (qkv.costlab.LiveTensorBytes, a TorchFunctionMode: deterministic and
+# fast), fitted against n = 64 .. 512, must grow with an exponent below 1.4 (the (B, Q, K) scores give 2). The
+# function must be the student's own: neither qkv's reference nor PyTorch's fused scaled_dot_product_attention may
+# be called. Inputs of mixed dtypes are outside the contract ("one dtype and device"), so none is tried.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
 # Contract: the page's sentences each check relies on.
 #   "It must equal the attention of 11.3 (to $10^{-10}$ in float64, whatever the block size," -> atol 1e-10
@@ -23,7 +24,7 @@
 # Classes: each kind of mistake, and the check that catches it.
 #   value -> float64 output against loops over Python floats, blocks of 1 to 16, four kinds of lengths
 #   dtype -> float16 and bfloat16 inputs (the lab's GPU dtype): running m, l, a in the default dtype fail or change it
-#   device -> 'meta' as the default device around CPU inputs: a mask index or a running sum made without device=
+#   device -> 'meta' default device around CPU inputs, then inputs on 'meta' (arange_on_cpu, cpu_device@...)
 #   pass-through -> valid_lens in every form; block_size: blocks of 4 keys hold less than one block of all 256
 #   state -> queries, keys, values and valid_lens are unchanged after the calls (no in-place scaling or masking)
 #   gradient -> n/a: the lab times and measures this function; nothing is trained through it
@@ -35,6 +36,7 @@
 import math as _math
 
 import torch.nn.functional as _F
+from _shared import _device_probe  # the course's shared probes (the assembler inlines _shared.py)
 
 import qkv.costlab as _costlab
 import qkv.costlab.online as _online
@@ -164,19 +166,17 @@ try:
                 rtol=0,
                 hint="the same online softmax in 16 bits: subtract the running maximum before exp",
             )
-        # the device: with the default device set to 'meta' (a stand-in for a GPU) while the inputs stay on the CPU,
-        # every tensor made without device=queries.device lands on 'meta' and cannot meet them. (Unlike 'meta' inputs,
-        # this costs a correct answer nothing: the first arithmetic on 'meta' imports torch._dynamo, seconds.)
-        try:
-            with torch.device("meta"):
-                _out = online_attention(_q, _k, _v, _cases[2][1], block_size=3)
-            _where = str(_out.device) if isinstance(_out, _Tensor) else type(_out).__name__
-        except (RuntimeError, NotImplementedError) as _err:
-            _where = f"an error: {str(_err).splitlines()[0][:120]}"
+        # the device (_shared.py: _device_probe): with the default device set to 'meta' (a stand-in for a GPU) while
+        # the inputs stay on the CPU, every tensor made without device=queries.device lands on 'meta' and cannot meet
+        # them; an answer that names the CPU (device="cpu") also runs on inputs on 'meta', as on a GPU.
+        _err = _device_probe(
+            lambda: online_attention(_q, _k, _v, _cases[2][1], block_size=3),
+            lambda: online_attention(*(_t.to("meta") for _t in (_q, _k, _v, _cases[2][1])), block_size=3),
+            "online_attention",
+        )
         checks.check_true(
-            _where == "cpu",
-            f"on CPU inputs, with the default device set to 'meta' (a stand-in for a GPU), the output is on the CPU; "
-            f"got {_where}",
+            _err is None,
+            f"online_attention makes its tensors on the inputs' device (hidden): {_err}",
             hint="make every new tensor on the queries' device: torch.full(..., device=queries.device), "
             "torch.arange(start, stop, device=queries.device)",
         )

@@ -1,7 +1,7 @@
 # Hidden: rows of float64 logits with many ties (a few levels), top_p from 0.05 to 1, against a brute-force search
 # for the smallest set of tokens whose total reaches top_p, ties kept, renormalised; temperatures 0.5 and 3; a batch
-# (3, 4, V) of rows; logits of size 1e4; float32 and float64 kept; logits unchanged; top_p 0, 1.5 and -0.1 refused;
-# no call to the reference.
+# (3, 4, V) of rows; logits of size 1e4, at temperatures 1 and 1e4; float32 and float64 kept; logits unchanged; top_p
+# 0, 1.5 and -0.1 refused; no call to the reference.
 # Contract: the page's sentences each check relies on.
 #   "With p = softmax(logits / temperature) over the last axis, the nucleus" -> temperatures 0.5, 3; a (3, 4, V) batch
 #   "of each row holds, from the most likely token down, every token whose" -> against the brute-force nucleus
@@ -11,6 +11,7 @@
 #   "top_p = 1 keeps every token; a ValueError if top_p is not in (0, 1]." -> top_p 1; top_p 0, 1.5, -0.1 refused
 #   "logits (..., V) -> probabilities (..., V), in logits' dtype." -> float32 in, float32 out; float64 kept
 #   "logits is not changed." -> logits compared with a copy after a call
+#   "p is right for logits of any size, at any temperature." -> logits of size 1e4 at temperatures 1 and 1e4
 # Classes: each kind of mistake, and the check that catches it.
 #   value -> against the brute-force nucleus (sum_includes_the_token, not_renormalised)
 #   dtype -> float32 in, float32 out (returns_float64)
@@ -77,6 +78,15 @@ with checks.forbid_reference(top_p_distribution, (_md, "top_p_distribution")):
         atol=1e-9,
         rtol=1e-7,
         hint="torch.softmax subtracts the maximum; exp / sum does not",
+    )
+    checks.check_close(
+        top_p_distribution(_big, 0.7, 1e4),
+        _reference(_big, 0.7, 1e4),
+        "logits of size 1e4 at temperature 1e4 (hidden)",
+        atol=1e-9,
+        rtol=1e-7,
+        hint="divide the logits by the temperature before the softmax: softmax(logits) ** (1 / temperature) "
+        "loses the tokens whose probability underflows to 0 at temperature 1",
     )
     _single = top_p_distribution(_batch.float(), 0.7)
     checks.check_true(_single.dtype == _T.float32, f"float32 logits give float32 (hidden), got {_single.dtype}")

@@ -1,14 +1,15 @@
 # Hidden: d = 8, max_len = 1000; the table against sin/cos computed with Python's math in float64 (positions from 0,
 # interleaved, frequency 1 / 10000^(2j/d)) to 1e-6 at every position up to 999 (angles in float32 are off by 1e-5 and
-# more there); P is a buffer and no parameter, left out of state_dict() (non-persistent: a checkpoint holds nothing
-# that follows from the sizes), in the default dtype, and .to('meta') moves it (cheap: no operation runs on 'meta');
+# more there), and for d = 12 at positions up to 19999 (a frequency rounded to float32 is off by 3e-4 there); P is a
+# buffer and no parameter, left out of state_dict() (non-persistent: a checkpoint holds nothing that follows from the
+# sizes), in the default dtype, and .to('meta') moves it (cheap: no operation runs on 'meta');
 # a float64 input gives a float64 output, and bfloat16 and float16 inputs keep their dtype (and their sums X + P to
 # half precision); T < max_len uses the first T rows; dropout acts on X + P in training only, with the p
 # given; X is left unchanged and gets the output's gradient; max_len rows for max_len = 30.
 # (Runs in the notebook, after its visible test: checks and the answers are defined there.)
 # Contract: the page's sentences each check relies on.
 #   "Compute P[i, 2j] = sin(i / 10000^(2j/d)) and P[i, 2j+1] = cos(i / 10000^(2j/d))" -> rows up to 999, to 1e-6
-#   "for the positions i = 0 .. max_len - 1, in float64," -> positions from 0; angles in float64
+#   "for the positions i = 0 .. max_len - 1, in float64," -> positions from 0; angles in float64, d = 12 up to 19999
 #   "keep P as a buffer of shape (1, max_len, d) in the default dtype" -> P's shape and dtype
 #   "self.register_buffer("P", ..., persistent=False), so that it moves" -> P not in state_dict()
 #   "with .to(device), is not a parameter" -> buffer, no parameters, .to('meta')
@@ -20,7 +21,7 @@
 #   "and X itself is left as it was." -> X unchanged after forward
 # Classes: each kind of mistake, and the check that catches it.
 #   value -> rows up to 999 against Python's math (exponent_j_over_d, sin_cos_swapped)
-#   dtype -> P in the default dtype; float64, bfloat16 and float16 X kept (table_in_float64, no_cast, float32_angles)
+#   dtype -> P's dtype; 64- and 16-bit X kept; d = 12 to 19999 (no_cast, float32_angles, float32_dtype@...)
 #   device -> .to('meta') moves P (plain_attribute)
 #   pass-through -> P of max_len rows for max_len = 30; dropout of p = 0.2 (ignores_max_len, dropout_default_p)
 #   state -> X unchanged after forward (adds_in_place)
@@ -123,6 +124,23 @@ checks.check_true(
 )
 (_outg * _Gout).sum().backward()
 checks.check_close(_Xg.grad, _Gout, "the gradient of X (hidden, evaluation mode)", atol=0, rtol=0)
+# a wider table, far out: with d = 12 the exponents 2j / d (1/6, 1/3, ...) and their powers of 10000 are not exact in
+# float32 (for d = 8 they are), and by position 19999 a frequency rounded to float32 turns the angle by 3e-4
+_wide = PositionalEncoding(12, 0.0, max_len=20000)
+_rows_w = [1, 4999, 12345, 19999]
+_expected_w = _T.tensor(
+    [[(_math.sin if c % 2 == 0 else _math.cos)(i / 10000 ** ((c - c % 2) / 12)) for c in range(12)] for i in _rows_w],
+    dtype=_f64,
+)
+checks.check_close(
+    _wide.P[0, _rows_w].detach().to(_f64),
+    _expected_w,
+    f"rows {_rows_w} of P (hidden, d = 12, max_len = 20000), against sin and cos in float64",
+    atol=1e-6,
+    rtol=0,
+    hint="compute the positions, the exponents 2j / d and the frequencies in float64: a frequency rounded to float32 "
+    "is off by 1e-7 of itself, and position 19999 multiplies that",
+)
 # max_len: the table has exactly max_len rows
 _short = PositionalEncoding(8, 0.0, max_len=30)
 checks.check_shape(_short.P, (1, 30, 8), "P (hidden, d = 8, max_len = 30)", hint="(1, max_len, num_hiddens)")

@@ -18,7 +18,7 @@
 # Classes: each kind of mistake, and the check that catches it.
 #   value -> eq-rope against explicit rotations (halves_with_interleaved_freqs, exponent_j_over_h)
 #   dtype -> float64 to 1e-12; float32 and half precision kept, the latter close (float32_angles, angles_in_x_dtype)
-#   device -> no tensor made off x's device (positions_on_cpu)
+#   device -> no tensor made off x's device, 'meta' default or x (positions_on_cpu, cpu_device@...)
 #   pass-through -> two bases and random ones (ignores_base)
 #   state -> x unchanged after a call (rotates_in_place)
 #   gradient -> the gradient of x is the output's gradient turned back (no_grad_rotation)
@@ -29,6 +29,7 @@
 #   efficiency -> n/a: the contract promises no cost
 import math as _math
 
+from _shared import _device_probe  # the course's shared probes (the assembler inlines _shared.py)
 from hypothesis import given as _given
 from hypothesis import settings as _settings
 from hypothesis import strategies as _st
@@ -173,19 +174,13 @@ checks.check_close(
     atol=1e-12,
     rtol=0,
 )
-# the device: with the default device set to 'meta' (a stand-in for a GPU) while x stays on the CPU, every tensor made
-# without device=x.device lands on 'meta' and cannot meet x. (Unlike 'meta' inputs, this costs a correct answer nothing:
-# the first arithmetic on 'meta' imports torch._dynamo, several seconds.)
+# the device: no tensor made off x's device (_shared.py: _device_probe). With the default device set to 'meta' (a
+# stand-in for a GPU) while x stays on the CPU, a tensor made without device=x.device lands on 'meta' and cannot meet
+# x; an answer that names the CPU (device="cpu") also runs on an x on 'meta', as on a GPU.
 _x = _T.randn(2, 5, 6, generator=_g, dtype=_f64)
-try:
-    with torch.device("meta"):
-        _o = rotary(_x)
-    _where = str(_o.device) if isinstance(_o, _Tensor) else type(_o).__name__
-except (RuntimeError, NotImplementedError) as _err:
-    _where = f"an error: {str(_err).splitlines()[0][:100]}"
+_err = _device_probe(lambda: rotary(_x), lambda: rotary(_x.to("meta")), "rotary")
 checks.check_true(
-    _where == "cpu",
-    f"rotary on CPU inputs, with the default device set to 'meta' (a stand-in for a GPU), gives a CPU output "
-    f"(got {_where})",
+    _err is None,
+    f"rotary makes its tensors on x's device (hidden): {_err}",
     hint="make the positions and frequencies with device=x.device",
 )
