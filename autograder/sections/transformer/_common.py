@@ -40,6 +40,12 @@ def _ffn_weights(gen, prefix, N, F):
 _load = checks.load_exact  # (module, weights, what): copy drawn weights in, names and shapes checked
 
 
+def _grad(t):
+    """t's gradient after a backward pass, or zeros where none reached it (a graph cut), so that check_close says
+    "wrong values" with the check's own hint instead of failing on a None."""
+    return t.grad if t.grad is not None else _T.zeros(t.shape, dtype=t.dtype)
+
+
 @_torch.no_grad()
 def _torch_mha(theirs, weights, prefix, N):
     theirs.in_proj_weight.copy_(_T.cat([weights[f"{prefix}.W_{n}.weight"] for n in "qkv"]))  # (3N, N)

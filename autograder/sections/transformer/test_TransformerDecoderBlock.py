@@ -2,8 +2,9 @@
 # tgt_mask and the source's key padding mask) with our weights copied into both: the whole target at once in
 # evaluation mode, then chunks of 2, 3 and 1 tokens with the state; the block's own cache entry only; the state given
 # left unchanged (a new state returned); in training mode, the dropout masks of a reference built here of qkv's own
-# parts (the same seed); X's gradient against PyTorch's layer; no call to the reference. (Runs in the notebook,
-# after its visible test.)
+# parts (the same seed); the gradients of X and enc_outputs against PyTorch's layer, on the whole target and through
+# the state (chunk 1's inputs reach chunk 2's output only through the cache); no call to the reference. (Runs in the
+# notebook, after its visible test.)
 # No 'meta' device test: its LayerNorms would import torch._dynamo, seconds per grading kernel; qkv's attention moves
 # the causal lengths to the scores' device anyway.
 # Contract: the page's sentences each check relies on.
@@ -17,14 +18,15 @@
 #   "X (B, T, N), the inputs at positions T_past .. T_past + T - 1" -> chunks of 2, 3 and 1 tokens
 #   "The output is in X's dtype." -> float64
 #   "each ref.AddNorm(num_hiddens, dropout);" -> training mode: the dropout masks of a reference built of qkv's parts
-#   "gradients reach X through the queries and through the cached keys and values alike." -> X's gradient vs PyTorch's
+#   "gradients reach X through the queries and through the cached keys and values alike," -> X's, whole and chunked
+#   "enc_outputs through self.attention2's keys and values." -> enc_outputs' gradient vs PyTorch's
 # Classes: each kind of mistake, and the check that catches it.
 #   value -> float64 against nn.TransformerDecoderLayer (mask_off_by_one, mask_sees_next, cross_attention_on_input)
 #   dtype -> n/a: the block makes only integer lengths; its modules follow .double() and keep X's dtype
 #   device -> n/a: the causal lengths go to the course's MultiHeadAttention, which moves them to the scores' device
 #   pass-through -> enc_valid_lens reaches the cross-attention; entry self.i of i = 2 (ignores_enc_valid_lens)
 #   state -> a new state, the given one unchanged; nothing kept on the block (modifies_given_state, cache_on_module)
-#   gradient -> the gradient of X against nn.TransformerDecoderLayer's (detached_cache)
+#   gradient -> X's and enc_outputs' gradients vs PyTorch's, whole and through the state (detached_cache, detach_input)
 #   type -> (output, new_state), the state a list or a tuple of three (returns_output_only)
 #   edge -> the first call, with no cache (None), and chunks of one token (concat_with_none, mask_ignores_cache)
 #   symmetry -> B = 3, T = 6, T_src = 5 all different, so a wrong axis shows (cache_wrong_axis)
@@ -35,6 +37,7 @@ from _common import (  # the section's shared helpers (the assembler inlines _co
     _causal_mask,
     _draw,
     _ffn_weights,
+    _grad,
     _load,
     _mha_weights,
     _norm_weights,
@@ -122,29 +125,68 @@ with checks.forbid_reference(TransformerDecoderBlock, (_qt, "TransformerDecoderB
         hint="token t of a chunk sits at position T_past + t and sees T_past + t + 1 keys",
     )
 
-    # The gradient: the block is trained, and X reaches the output through the queries, the keys and the values of
-    # the self-attention (and the residual). Against autograd through PyTorch's layer with the same weights.
+    # The gradients: the block is trained, and X reaches the output through the queries, the keys and the values of
+    # the self-attention (and the residual), enc_outputs through the keys and values of the cross-attention. Against
+    # autograd through PyTorch's layer with the same weights.
     _Gout = _draw(_g, 3, _Tt, _N, scale=1.0)
-    _Xg = _X.clone().requires_grad_()
-    _og, _ = _blk(_Xg, [_E, _elens, [None, None, None]])
+    _Xg, _Eg = _X.clone().requires_grad_(), _E.clone().requires_grad_()
+    _og, _ = _blk(_Xg, [_Eg, _elens, [None, None, None]])
     checks.check_true(
         type(_og) is type(_X) and _og.requires_grad,
         "the output keeps X's gradient (hidden: X requires grad, the output should too)",
         hint="keep X in the graph: no .detach(), .data or torch.no_grad() on X or on the cached inputs",
     )
     (_og * _Gout).sum().backward()
-    _Xr = _X.clone().requires_grad_()
     _layer = _torch_decoder_layer(_w, _N, _H, _F)
-    _wantg = _layer(_Xr, _E, tgt_mask=_causal_mask(_Tt), memory_mask=_padding_mask(_elens, _H, _Tt, _Ts))
-    (_wantg * _Gout).sum().backward()
+    _mmask = _padding_mask(_elens, _H, _Tt, _Ts)
+    _Xr, _Er = _X.clone().requires_grad_(), _E.clone().requires_grad_()
+    (_layer(_Xr, _Er, tgt_mask=_causal_mask(_Tt), memory_mask=_mmask) * _Gout).sum().backward()
     checks.check_close(
-        _Xg.grad,
+        _grad(_Xg),
         _Xr.grad,
         "the gradient of X, whole target (hidden, float64) vs nn.TransformerDecoderLayer",
         atol=1e-8,
         rtol=0,
         hint="X is the queries and, with the cache, the keys and values of attention1: do not detach the cached "
         "inputs you attend to",
+    )
+    checks.check_close(
+        _grad(_Eg),
+        _Er.grad,
+        "the gradient of enc_outputs, whole target (hidden, float64) vs nn.TransformerDecoderLayer",
+        atol=1e-8,
+        rtol=0,
+        hint="the encoder is trained through the cross-attention: attention2(Y, enc_outputs, enc_outputs, "
+        "enc_valid_lens), with no .detach() or .data on enc_outputs",
+    )
+    # Through the state: chunk 1 (tokens 0..2) requires grad and is fed first; chunk 2 (tokens 3..5) is fed with the
+    # state it returned, and only chunk 2's output is backpropagated. Chunk 1's inputs reach it only as the cached
+    # keys and values, so their gradient is that of the whole target with no gradient on positions 0..2.
+    _G2 = _Gout.clone()
+    _G2[:, :3] = 0
+    _X1, _X2 = _X[:, :3].clone().requires_grad_(), _X[:, 3:].clone().requires_grad_()
+    _, _st = _blk(_X1, [_E, _elens, [None, None, None]])
+    _o2, _ = _blk(_X2, _st)
+    (_o2 * _G2[:, 3:]).sum().backward()
+    _Xr = _X.clone().requires_grad_()
+    (_layer(_Xr, _E, tgt_mask=_causal_mask(_Tt), memory_mask=_mmask) * _G2).sum().backward()
+    checks.check_close(
+        _grad(_X1),
+        _Xr.grad[:, :3],
+        "the gradient of chunk 1's inputs through the state, from chunk 2's output (hidden, float64) vs "
+        "nn.TransformerDecoderLayer on the whole target",
+        atol=1e-8,
+        rtol=0,
+        hint="the cached inputs are the keys and values of later chunks: torch.cat((past, X), dim=1) with no "
+        ".detach() or .data on either",
+    )
+    checks.check_close(
+        _grad(_X2),
+        _Xr.grad[:, 3:],
+        "the gradient of chunk 2's inputs, fed with the state (hidden, float64) vs nn.TransformerDecoderLayer",
+        atol=1e-8,
+        rtol=0,
+        hint="X is the queries and, after the cached inputs, the keys and values: do not detach it in torch.cat",
     )
 
     # Training mode: dropout in every part (both attentions' weights, the three add & norms), as a reference built

@@ -1,7 +1,8 @@
 # Hidden: float64, other sizes, chunks of 3, 1, 2 and 1 tokens against a closed-form causal multi-head attention
 # computed here with our weights; the cached keys and values in the heads' layout (B * H, T, h); the cache given is
-# not modified, and one cache continued twice gives one result; no call to the reference. (Runs in the notebook,
-# after its visible test.) No 'meta' device test: a masked_fill on 'meta' imports torch._dynamo, seconds per
+# not modified, and one cache continued twice gives one result; the gradients of both chunks' tokens, through the
+# cache too, against autograd through the closed form; no call to the reference. (Runs in the notebook, after its
+# visible test.) No 'meta' device test: a masked_fill on 'meta' imports torch._dynamo, seconds per
 # grading kernel; qkv's attention moves lengths anyway.
 # Contract: the page's sentences each check relies on.
 #   "token t of X attends to keys 0 .. T_past + t." -> chunks of 3, 1, 2 and 1 tokens vs the closed form
@@ -12,13 +13,15 @@
 #   "Does not modify the cache given" -> the cached keys passed in, after the call
 #   "Written with mha's own layers (not with ref.attend_projected), in X's dtype." -> no reference; float64
 #   "(the same cache given twice gives the same result)." -> two continuations of one kept cache
+#   "gradients reach X through the queries, keys and values," -> chunk 2's gradient vs the closed form's
+#   "and reach the cache given through its keys and values." -> chunk 1's gradient through the cache, from chunk 2
 # Classes: each kind of mistake, and the check that catches it.
 #   value -> chunks against a closed-form causal attention (cache_head_axis, position_taken_as_zero, mask_off_by_one)
 #   dtype -> n/a: the answer makes only integer lengths; every other tensor comes from mha's layers, in X's dtype
 #   device -> n/a: the lengths go to mha.attention, whose masked softmax moves them to the scores' device
 #   pass-through -> n/a: mha, X and cache are all the answer has; a cache ignored is the state class (cache_on_module)
 #   state -> the cache given unchanged and kept by nobody: one cache continued twice gives one result (cache_on_module)
-#   gradient -> n/a: decoding with a cache is inference; the contract promises no gradient
+#   gradient -> both chunks' gradients vs the closed form's, chunk 1's through the cache (detach_input@...)
 #   type -> (output, (keys, values)), the cache a tuple or a list of two; integer lengths (returns_flat, float_lengths)
 #   edge -> the first chunk (cache None) and chunks of several tokens, whose own future is masked (no_causal_mask)
 #   symmetry -> B * H = 12, T = 7 and h = 4 differ, so a wrong axis of the cache shows (cache_wrong_axis)
@@ -29,6 +32,7 @@ from _common import (  # the section's shared helpers (the assembler inlines _co
     _causal_mask,
     _draw,
     _f64,
+    _grad,
     _math,
     _mha_weights,
     _qt,
@@ -46,12 +50,17 @@ def _heads(Z):
     return Z.reshape(_B, Z.shape[1], _H, _h).permute(0, 2, 1, 3).reshape(_B * _H, Z.shape[1], _h)
 
 
-_Q, _K, _V = (_heads(_T.matmul(_X, _w[f"m.W_{n}.weight"].T)) for n in "qkv")  # (B * H, T, h)
-_scores = _T.matmul(_Q, _K.transpose(1, 2)) / _math.sqrt(_h)  # (B * H, T, T)
-_future = _causal_mask(_Tt)  # (T, T): True above the diagonal
-_A = _T.softmax(_T.where(_future, _T.tensor(float("-inf"), dtype=_f64), _scores), dim=-1)  # (B * H, T, T)
-_O = _T.matmul(_A, _V).reshape(_B, _H, _Tt, _h).permute(0, 2, 1, 3).reshape(_B, _Tt, _N)  # (B, T, N)
-_want = _T.matmul(_O, _w["m.W_o.weight"].T)  # (B, T, N)
+def _closed_form(X):
+    """Causal multi-head self-attention of the whole sequence X (B, T, N) with our weights: (B, T, N)."""
+    Q, K, V = (_heads(_T.matmul(X, _w[f"m.W_{n}.weight"].T)) for n in "qkv")  # (B * H, T, h)
+    scores = _T.matmul(Q, K.transpose(1, 2)) / _math.sqrt(_h)  # (B * H, T, T)
+    future = _causal_mask(_Tt)  # (T, T): True above the diagonal
+    A = _T.softmax(_T.where(future, _T.tensor(float("-inf"), dtype=_f64), scores), dim=-1)  # (B * H, T, T)
+    O = _T.matmul(A, V).reshape(_B, _H, _Tt, _h).permute(0, 2, 1, 3).reshape(_B, _Tt, _N)  # (B, T, N)
+    return _T.matmul(O, _w["m.W_o.weight"].T), K, V  # (B, T, N), and the keys and values (B * H, T, h)
+
+
+_want, _K, _V = _closed_form(_X)
 
 _mha = _qt.MultiHeadAttention(_N, _H, 0.0, query_size=_N, key_size=_N, value_size=_N).double().eval()
 _mha.load_state_dict({k[2:]: v for k, v in _w.items()})
@@ -122,4 +131,34 @@ with checks.forbid_reference(cached_self_attention, (_qt, "attend_projected"), (
         atol=1e-10,
         rtol=0,
         hint="read the past from the cache given, and keep nothing of it elsewhere (not on mha, not in a global)",
+    )
+    # The gradients, through the cache: chunk 1 (tokens 0..3) requires grad and is attended with no cache; chunk 2
+    # (tokens 4..6) with the cache it returned, and only chunk 2's output is backpropagated. Chunk 1's tokens reach it
+    # only through the cached keys and values, so their gradient is that of the whole sequence with no gradient on
+    # positions 0..3; chunk 2's tokens reach it through the queries, keys and values.
+    _G = _draw(_g, _B, _Tt, _N, scale=1.0)
+    _G[:, :4] = 0
+    _X1, _X2 = _X[:, :4].clone().requires_grad_(), _X[:, 4:].clone().requires_grad_()
+    _, _c1 = cached_self_attention(_mha, _X1, None)
+    _o2, _ = cached_self_attention(_mha, _X2, _c1)
+    (_o2 * _G[:, 4:]).sum().backward()
+    _Xr = _X.clone().requires_grad_()
+    (_closed_form(_Xr)[0] * _G).sum().backward()
+    checks.check_close(
+        _grad(_X1),
+        _Xr.grad[:, :4],
+        "the gradient of chunk 1's tokens through the cache, from chunk 2's output (hidden, float64)",
+        atol=1e-10,
+        rtol=0,
+        hint="keep the cache in the graph: torch.cat((cache[0], keys), dim=1) and the values alike, with no "
+        ".detach() or .data, and attend with them as they are",
+    )
+    checks.check_close(
+        _grad(_X2),
+        _Xr.grad[:, 4:],
+        "the gradient of chunk 2's tokens, attended with the cache (hidden, float64)",
+        atol=1e-10,
+        rtol=0,
+        hint="X reaches the output through its queries and through its keys and values after the cache: detach "
+        "none of them",
     )
