@@ -231,7 +231,11 @@ def run_hidden(shell, source: str, lines: int, count: int, cell: CellOutputs):
     """Run the hidden part of a test cell (``source``, which starts on line ``lines + 1`` of the cell) in its own
     namespace (:meth:`Guard.namespace`), after checking and before checking again that nothing it relies on has
     changed; a change is an error output of the cell (:func:`tampered_output`), and the hidden tests do not run.
-    Returns the exception the hidden tests raised, if any."""
+    Returns the exception the hidden tests raised, if any.
+
+    The hidden part leaves PyTorch's random state as it found it: the cells after it draw what they drew when the
+    student ran the notebook, which has no hidden tests (a hidden test that seeds or draws would otherwise change the
+    data of every later visible test, and the messages the student saw would not be the ones graded)."""
     guard = CURRENT
     if guard is None:  # no guard (a sandbox started without one): as in a kernel, in the notebook's namespace
         ns, given = shell.user_ns, None
@@ -244,10 +248,15 @@ def run_hidden(shell, source: str, lines: int, count: int, cell: CellOutputs):
     filename = f"<hidden tests {count}>"
     shell.compile._filename_map[filename] = count
     error = None
+    torch = sys.modules.get("torch")  # a guarded module: an answer that re-bound its functions was reported above
+    random_state = torch.get_rng_state() if torch is not None else None
     try:
         _exec(_compile("\n" * lines + source, filename, "exec", dont_inherit=True), ns)
     except BaseException as exc:  # noqa: BLE001 (a failed check, or whatever the answers raised)
         error = exc
+    finally:
+        if random_state is not None:
+            torch.set_rng_state(random_state)
     if guard is not None:
         changed = guard.changes(ns, given)
         if changed:

@@ -8,7 +8,7 @@
 #   "the loss as a Python float (not a tensor), computed in the dtype of x" -> a float; float64 data, at 1e-9
 #   "and on its device:" -> the loss of CPU data with 'meta' as the default device
 #   "weight of point j is proportional to kernel((x[i] - x[j]) / sigma)," -> a shifted Gaussian, not symmetric
-#   "x: training inputs, tensor of shape (n,), n >= 2." -> n = 2: each point predicted from the other
+#   "x: training inputs, a float32 or float64 tensor of shape (n,), n >= 2." -> n = 2; float64 data
 #   "The list is left as it was." -> the widths after select_bandwidth
 #   "losses is a list of floats" -> a list of Python floats
 #   "The inputs need not be sorted." -> 25 unsorted points

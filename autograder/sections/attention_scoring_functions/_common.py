@@ -48,8 +48,9 @@ def _check_dropout_on_weights(layer, queries, equal_keys, p):
     got = [row[0] for row in out[0].tolist()]
     checks.check_true(
         all(min(abs(g - x) for x in allowed) < 1e-9 for g in got),
-        "in training mode, each output is the values weighted by dropped-out weights (w / (1 - p) or 0)",
-        hint="apply self.dropout (nn.Dropout) to the attention weights, then multiply by the values",
+        f"in training mode, each output is the values weighted by dropped-out weights (w / (1 - p) or 0, p = {p})",
+        hint="keep nn.Dropout(dropout) with the rate passed as self.dropout, apply it to the attention weights, then "
+        "multiply by the values",
     )
     checks.check_true(
         len({round(g, 6) for g in got}) > 2,

@@ -17,7 +17,7 @@
 #   value -> weights and output against explicit squared distances (no half, no scaling, + ||k||^2 / 2)
 #   dtype -> float64 output and weights at 1e-12 (sqrt(d) taken from a float32 tensor)
 #   device -> n/a: the contract names no device, and forward needs no tensor of its own (ref.masked_softmax masks)
-#   pass-through -> lengths per example and per query reach the mask (valid_lens not passed on)
+#   pass-through -> lengths per query reach the mask (valid_lens not passed on); dropout at 0.3, not the visible 0.5
 #   state -> n/a: forward only reads its inputs (the key norms and dot products are new tensors)
 #   gradient -> gradients of output and weights reach queries, keys and values (weights stored .detach()ed)
 #   type -> n/a: forward returns one tensor and stores one, which check_close accepts only as exactly torch.Tensor
@@ -106,7 +106,7 @@ def _distance_call(q, k, v):
 
 _check_gradients("DistanceAttention", _distance_call, [_q, _k, _v], ["queries", "keys", "values"], _distance_ref)
 _check_dropout_on_weights(
-    DistanceAttention(0.5), _T.randn(1, 64, 2, generator=_g, dtype=_f64), _T.zeros(1, 3, 2, dtype=_f64), 0.5
+    DistanceAttention(0.3), _T.randn(1, 64, 2, generator=_g, dtype=_f64), _T.zeros(1, 3, 2, dtype=_f64), 0.3
 )
 
 

@@ -1,16 +1,19 @@
-# Hidden: float64, other sizes (V = 9, E = 3, N = 5, L = 2, B = 4, T = 6, T_src = 7), our own weights copied into
+# Hidden: float64, other sizes (V = 9, E = 3, N = 5, L = 3, B = 4, T = 6, T_src = 7), our own weights copied into
 # the student's layers, and a reference written out here step by step from the equations (PyTorch's GRU cell,
 # additive attention, masked softmax): the weights of every step, the logits and the final state. Masking is also
 # checked by perturbing the padded source positions (nothing may change); in evaluation mode dropout does nothing;
-# the class is the student's own. (Runs in the notebook, after its visible test.)
+# in training mode the given layers drop out at the rate passed (0.4), as qkv's decoder with the same seed; the
+# gradients reach the encoder's outputs, the initial state and every parameter (the embedding too); the class is the
+# student's own. (Runs in the notebook, after its visible test.)
 # Contract: the page's sentences each check relies on.
 #   "Your own loop (not ref.Seq2SeqAttentionDecoder's)" -> the class and its forward are the student's own
 #   "in any dtype the layers have (float64 too)" -> float64 logits
 #   "on their device." -> CPU logits with 'meta' as the default device
 #   "The list holds this call's steps only: it starts empty at each call." -> one entry after a one-token call
 #   "Gradients reach enc_outputs and the initial hidden_state through every" -> gradients against autograd
+#   "step (nothing detached)." -> the gradients of every parameter, the embedding's too
 #   "enc_valid_lens (B,) or None]." -> None: every source position counts
-#   "The layers are given:" -> the parameters are the given layers'
+#   "The layers are given:" -> the parameters are the given layers' (L = 3); training mode: their dropout 0.4
 #   "query = the top layer's hidden_state, (B, 1, N)" -> weights of step 1, valid positions
 #   "context = self.attention(query, enc_outputs, enc_outputs, enc_valid_lens)" -> masking: step 1, perturbed
 #   "Stores in self._attention_weights a list of every step's" -> one entry per step
@@ -27,9 +30,9 @@
 #   value -> weights of every step, logits and final state against the equations (the first layer's state as query)
 #   dtype -> float64 logits to 1e-10 (outputs collected in a float32 buffer)
 #   device -> CPU layers and inputs with 'meta' as the default device: a buffer made without device= lands on 'meta'
-#   pass-through -> the lengths reach the attention: padded positions changed change nothing (lengths not passed)
+#   pass-through -> lengths reach the attention: padding changes nothing; dropout 0.4 and L = 3 reach the layers
 #   state -> the attention-weights list holds this call's steps only (appended to the previous call's list)
-#   gradient -> gradients of the logits reach enc_outputs and the initial state as autograd's (state detached)
+#   gradient -> gradients reach enc_outputs, the initial state and every parameter (state or embedding detached)
 #   type -> attention_weights is a list, one tensor per step (the steps stacked into one tensor)
 #   edge -> enc_valid_lens=None (a call on the lengths that fails on None); one token at a time
 #   symmetry -> E = 3 and N = 5 differ and weights are random: [embedding, context] for [context, embedding] shows
@@ -42,7 +45,8 @@ import qkv.bahdanau as _qb
 
 _T = checks.trusted
 _f64 = _T.float64
-_V, _E, _N, _L, _B, _S, _Tgt = 9, 3, 5, 2, 4, 7, 6
+_rng_state = _torch.get_rng_state()  # restored at the end: the cells after this one draw as if it had not run
+_V, _E, _N, _L, _B, _S, _Tgt = 9, 3, 5, 3, 4, 7, 6
 _g = _T.Generator().manual_seed(1142)
 
 
@@ -69,31 +73,31 @@ def _sigmoid(x):
     return 1 / (1 + _T.exp(-x))
 
 
-def _reference(enc, hidden, lens, X):
-    """Logits (B, T, V), weights (B, T, S) and the final state (L, B, N), one step at a time."""
+def _reference(enc, hidden, lens, X, P=_P):
+    """Logits (B, T, V), weights (B, T, S) and the final state (L, B, N), one step at a time, with parameters P."""
     h = [hidden[l] for l in range(_L)]  # L x (B, N)
-    keys = _T.matmul(enc, _P["attention.W_k.weight"].T)  # (B, S, N) @ (N, N) -> (B, S, N)
+    keys = _T.matmul(enc, P["attention.W_k.weight"].T)  # (B, S, N) @ (N, N) -> (B, S, N)
     keep = _T.tensor([[s < n for s in range(_S)] for n in lens])  # (B, S)
     logits, weights = [], []
     for t in range(X.shape[1]):
-        q = _T.matmul(h[-1], _P["attention.W_q.weight"].T)  # (B, N): the top layer's state is the query
+        q = _T.matmul(h[-1], P["attention.W_q.weight"].T)  # (B, N): the top layer's state is the query
         feats = _T.tanh(q[:, None, :] + keys)  # (B, 1, N) + (B, S, N) -> (B, S, N)
-        scores = _T.matmul(feats, _P["attention.w_v.weight"][0])  # (B, S, N) @ (N,) -> (B, S)
+        scores = _T.matmul(feats, P["attention.w_v.weight"][0])  # (B, S, N) @ (N,) -> (B, S)
         scores = _T.where(keep, scores, _T.tensor(float("-inf"), dtype=_f64))
         e = _T.exp(scores - scores.max(dim=1, keepdim=True).values)  # (B, S), 0 where masked
         a = e / e.sum(dim=1, keepdim=True)  # (B, S)
         weights.append(a)
         context = _T.matmul(a[:, None, :], enc)[:, 0]  # (B, 1, S) @ (B, S, N) -> (B, N)
-        inp = _T.cat([context, _P["embedding.weight"][X[:, t]]], dim=1)  # (B, N + E): context first
+        inp = _T.cat([context, P["embedding.weight"][X[:, t]]], dim=1)  # (B, N + E): context first
         for l in range(_L):
-            gi = _T.matmul(inp, _P[f"rnn.weight_ih_l{l}"].T) + _P[f"rnn.bias_ih_l{l}"]  # (B, 3N)
-            gh = _T.matmul(h[l], _P[f"rnn.weight_hh_l{l}"].T) + _P[f"rnn.bias_hh_l{l}"]  # (B, 3N)
+            gi = _T.matmul(inp, P[f"rnn.weight_ih_l{l}"].T) + P[f"rnn.bias_ih_l{l}"]  # (B, 3N)
+            gh = _T.matmul(h[l], P[f"rnn.weight_hh_l{l}"].T) + P[f"rnn.bias_hh_l{l}"]  # (B, 3N)
             r = _sigmoid(gi[:, :_N] + gh[:, :_N])
             z = _sigmoid(gi[:, _N : 2 * _N] + gh[:, _N : 2 * _N])
             n = _T.tanh(gi[:, 2 * _N :] + r * gh[:, 2 * _N :])
             h[l] = (1 - z) * n + z * h[l]
             inp = h[l]
-        logits.append(_T.matmul(inp, _P["dense.weight"].T) + _P["dense.bias"])  # (B, V)
+        logits.append(_T.matmul(inp, P["dense.weight"].T) + P["dense.bias"])  # (B, V)
     return _T.stack(logits, dim=1), _T.stack(weights, dim=1), _T.stack(h)
 
 
@@ -231,14 +235,17 @@ with checks.forbid_reference(BahdanauDecoder, (_qb, "Seq2SeqAttentionDecoder")):
     _probe = _T.randn(_B, _Tgt, _V, generator=_gen, dtype=_f64)
     _leaves = [_enc.clone().requires_grad_(), _hid.clone().requires_grad_()]
     _Yg, _ = _dec(_X, [_leaves[0], _leaves[1], _T.tensor(_lens)])
-    _hint_g = "carry the GRU's state from step to step as it is (no .detach()): the loss must reach every step"
+    _hint_g = (
+        "carry the GRU's state from step to step as it is, and use the embedding and context as they are (no "
+        ".detach()): the loss must reach every step and every layer"
+    )
     checks.check_true(
         getattr(_Yg, "requires_grad", False) is True,
         "the logits of an encoder's outputs that require grad carry a gradient (hidden)",
         hint=_hint_g,
     )
     try:
-        _got = _torch.autograd.grad((_Yg * _probe).sum(), _leaves, allow_unused=True)
+        _got = _torch.autograd.grad((_Yg * _probe).sum(), _leaves + [_params[_n] for _n in _P], allow_unused=True)
     except RuntimeError as _e:  # e.g. a tensor autograd needs was modified in place
         _got = None
         checks.check_true(
@@ -247,8 +254,12 @@ with checks.forbid_reference(BahdanauDecoder, (_qb, "Seq2SeqAttentionDecoder")):
             hint="no in-place operation on a tensor the gradient needs (x += ..., x[...] = ...): write y = x + ...",
         )
     _ref_leaves = [_enc.clone().requires_grad_(), _hid.clone().requires_grad_()]
-    _ref = _torch.autograd.grad((_reference(*_ref_leaves, _lens, _X)[0] * _probe).sum(), _ref_leaves)
-    for _nm, _a, _b in zip(("enc_outputs", "the initial hidden_state"), _got, _ref):
+    _ref_P = {_n: _p.clone().requires_grad_() for _n, _p in _P.items()}
+    _ref = _torch.autograd.grad(
+        (_reference(*_ref_leaves, _lens, _X, _ref_P)[0] * _probe).sum(), _ref_leaves + list(_ref_P.values())
+    )
+    _what_g = ["enc_outputs", "the initial hidden_state"] + [f"the parameter {_n}" for _n in _P]
+    for _nm, _a, _b in zip(_what_g, _got, _ref):
         checks.check_true(_a is not None, f"the gradient reaches {_nm} (hidden)", hint=_hint_g)
         checks.check_close(_a, _b, f"the gradient of {_nm} (hidden, float64)", atol=1e-10, rtol=0, hint=_hint_g)
     # Devices: every tensor the answer makes must be on the inputs' device (_common.py: _device_probe).
@@ -264,3 +275,23 @@ with checks.forbid_reference(BahdanauDecoder, (_qb, "Seq2SeqAttentionDecoder")):
         f"the logits are made on the device of the decoder and its inputs (hidden): {_err}",
         hint="make every new tensor on the inputs' device (device=X.device), or collect the steps in a list",
     )
+# Training mode: the given layers drop out at the rate passed to __init__ (0.4: the attention's weights and between
+# the GRU's 3 layers), so with the same seed the logits are those of qkv's decoder with the same weights and rate.
+_ref_dec = _qb.Seq2SeqAttentionDecoder(_V, _E, _N, _L, dropout=0.4).double()
+_ref_dec.load_state_dict(_dec.state_dict())
+_dec.train()
+_ref_dec.train()
+_T.manual_seed(1145)
+_Y_train, _ = _dec(_X, [_enc, _hid, _T.tensor(_lens)])
+_T.manual_seed(1145)
+_Y_train_ref, _ = _ref_dec(_X, [_enc, _hid, _T.tensor(_lens)])
+_dec.eval()
+checks.check_close(
+    _Y_train,
+    _Y_train_ref,
+    "logits in training mode with dropout 0.4 (hidden: qkv's decoder, the same weights and seed)",
+    atol=1e-10,
+    rtol=0,
+    hint="keep __init__ as given: the attention and the GRU take the dropout rate and num_layers passed in",
+)
+_torch.set_rng_state(_rng_state)

@@ -3,7 +3,8 @@
 # tokens; the training mode restored (and evaluation mode kept when the model was in it); no autograd graph kept;
 # tensors made where the source is: with 'meta' as PyTorch's default device around a CPU model and source, a <bos>
 # made without device= reaches the decoder on 'meta' (on a GPU: an error), which a hook reports before any 'meta'
-# arithmetic runs (that would cost seconds); a right answer makes nothing on 'meta'.
+# arithmetic runs (that would cost seconds); a right answer makes nothing on 'meta'. Then a source on 'meta' (its
+# encoder replaced, so nothing computes there): a <bos> made on a device named in the code (device="cpu") shows.
 # (Runs in the notebook, after its visible test.)
 # Contract: the page's sentences each check relies on.
 #   "Decodes num_steps tokens greedily from <bos>" -> tokens for another <bos> and number of steps
@@ -12,13 +13,13 @@
 #   "the model's training mode is restored afterwards" -> training mode back; evaluation mode kept
 #   "tokens (B, num_steps), int64" -> shape and dtype of the tokens
 #   "weights (B, num_steps, T_src), row s the attention weights of step s" -> the weights
-#   "Start with a (B, 1) tensor of `bos`, made on the source's device." -> <bos> made on src's device
+#   "Start with a (B, 1) tensor of `bos`, made on the source's device." -> <bos> on src's device, src on CPU or 'meta'
 #   "Both on src's device." -> the tokens fed to the decoder are on the source's device
 #   "src: source tokens (B, T_src); src_valid_len: (B,); bos: the id of <bos>." -> one source, B = 1, one step
 # Classes: each kind of mistake, and the check that catches it.
 #   value -> tokens and every step's weights against a greedy loop written here (<bos> at every step)
 #   dtype -> int64 tokens (the argmax's ids, not floats)
-#   device -> 'meta' as the default device around a CPU model: the decoder's inputs stay on the source's device
+#   device -> 'meta' default device, then a source on 'meta': the decoder's inputs on the source's (device="cpu")
 #   pass-through -> <bos> = 3, 7 steps and the source lengths given (the lengths not passed to init_state)
 #   state -> the model is left in the mode it had, training or evaluation (evaluation mode not undone)
 #   gradient -> n/a: decoding is not trained through; that it keeps no graph is the efficiency check
@@ -126,4 +127,37 @@ checks.check_true(
     _on_device,
     "the decoder's input tokens are made on the source's device (hidden: made without device=, they land elsewhere)",
     hint="make the <bos> tensor with device=src.device",
+)
+
+# The same with the source on 'meta' (as on a GPU): a <bos> made on a named device (device="cpu") lands there. The
+# encoder is replaced by one that makes its outputs on the source's device, and the hook stops the call before the
+# decoder computes anything, so no arithmetic runs on 'meta' (that would cost seconds).
+_seen = []
+
+
+def _record_device(module, args):
+    _seen.append(args[0].device.type)
+    raise _OffDevice
+
+
+def _encode_where_src_is(src, *args, **kwargs):
+    """The encoder's (outputs (T_src, B, N), state (L, B, N)), zeros made on the source's device."""
+    outputs = _T.zeros(src.shape[1], src.shape[0], 7, dtype=_T.float64, device=src.device)
+    return outputs, _T.zeros(3, src.shape[0], 7, dtype=_T.float64, device=src.device)
+
+
+_hook = _model.decoder.register_forward_pre_hook(_record_device)
+_model.encoder.forward = _encode_where_src_is
+try:
+    predict_with_attention(_model, _src.to("meta"), _lens.to("meta"), 3, 2)
+except Exception:  # the hook's stop, or an operation 'meta' lacks before the decoder: only what the hook saw counts
+    pass
+finally:
+    _hook.remove()
+    del _model.encoder.forward
+checks.check_true(
+    _seen[:1] in ([], ["meta"]),
+    f"the decoder's input tokens are made on the source's device (hidden: a source on 'meta', as on a GPU, gave "
+    f"<bos> on {_seen[:1]})",
+    hint="make the <bos> tensor with device=src.device, not on a device named in the code",
 )

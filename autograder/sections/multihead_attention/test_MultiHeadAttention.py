@@ -1,11 +1,11 @@
 # Hidden: float64, N = 12 in H = 3 heads (h = 4), no mask, lengths per example and per query, huge scores; the
 # weights and output against a loop over examples and heads and against torch.nn.MultiheadAttention with the
-# same weights (its attn_mask from the lengths); dropout on the weights in training mode only; the number of
-# matrix products independent of the number of heads (no loop over heads); nothing that ties forward to the
-# CPU (lengths read into Python, tensors made without device=); the gradients of the four projections against
-# PyTorch's; not the reference.
+# same weights (its attn_mask from the lengths), and with bias=True and the same biases; dropout (rate 0.3) on the
+# weights in training mode only; the number of matrix products independent of the number of heads (no loop over
+# heads); nothing that ties forward to the CPU (lengths read into Python, tensors made without device=); the
+# gradients of the four projections against PyTorch's; not the reference.
 # Contract: the page's sentences each check relies on.
-#   "lazy projections W_q, W_k, W_v, W_o, each to N features, with bias as given (D2L: none)" -> all four used, no bias
+#   "lazy projections W_q, W_k, W_v, W_o, each to N features, with bias as given (D2L: none)" -> all 4; bias=True
 #   "valid_lens None, lengths (B,) or (B, Q), as in att.masked_softmax." -> no mask, per example, per query
 #   "repeat the lengths per head, scale the scores by sqrt(N / H)," -> weights, against loops
 #   "mask with att.masked_softmax" -> huge scores
@@ -20,7 +20,7 @@
 #   value -> weights and output against loops and nn.MultiheadAttention (scale_by_num_hiddens, no_output_projection)
 #   dtype -> float64 weights and output to 1e-10 (float32_softmax)
 #   device -> nothing read into Python, no tensor made without device= (lengths_via_python)
-#   pass-through -> the lengths reach the softmax: lengths per example and per query (ignores_valid_lens)
+#   pass-through -> lengths per example and per query reach the softmax (ignores_valid_lens); bias=True, dropout 0.3
 #   state -> n/a: forward keeps nothing between calls but self.attention_weights, which each call overwrites
 #   gradient -> the gradients of W_q, W_k, W_v and W_o against nn.MultiheadAttention's (detached_weights)
 #   type -> the output must be one (B, Q, N) tensor (returns_weights_too)
@@ -44,9 +44,9 @@ _NAMES = ("W_q", "W_k", "W_v", "W_o")
 _hint = "see Hint 1: fold with ref.transpose_qkv, repeat_interleave the lengths, scale by sqrt(h), unfold, W_o"
 
 
-def _new_layer(N, H, dropout, d_q, d_k, d_v):
+def _new_layer(N, H, dropout, d_q, d_k, d_v, **bias):
     """The student's layer, its lazy sizes set by a first call, in float64, in evaluation mode."""
-    layer = MultiHeadAttention(N, H, dropout)
+    layer = MultiHeadAttention(N, H, dropout, **bias)
     layer.eval()
     layer(_T.zeros(1, 1, d_q), _T.zeros(1, 2, d_k), _T.zeros(1, 2, d_v))  # sets the lazy layers' input sizes
     checks.check_true(
@@ -148,6 +148,38 @@ with checks.forbid_reference(MultiHeadAttention, (_qm, "MultiHeadAttention")):
         _out, _expected, "output against torch.nn.MultiheadAttention (hidden)", atol=1e-10, rtol=0, hint=_hint
     )
 
+    # With bias=True, each of the four projections has a bias, as torch's layer with bias=True (in_proj_bias for the
+    # queries, keys and values, out_proj.bias): the same output with the same weights and biases.
+    _torch_b = _torch.nn.MultiheadAttention(_N, _H, bias=True, batch_first=True, kdim=_dk, vdim=_dv).double()
+    _torch_b.eval()
+    _biases = [_T.randn(_N, generator=_g, dtype=_f64) for _ in _NAMES]
+    _layer_b = _new_layer(_N, _H, 0.0, _N, _dk, _dv, bias=True)
+    with _torch.no_grad():
+        _torch_b.q_proj_weight.copy_(_tw[0])
+        _torch_b.k_proj_weight.copy_(_tw[1])
+        _torch_b.v_proj_weight.copy_(_tw[2])
+        _torch_b.out_proj.weight.copy_(_tw[3])
+        _torch_b.in_proj_bias.copy_(_T.cat(_biases[:3]))
+        _torch_b.out_proj.bias.copy_(_biases[3])
+        for _name, _w, _b in zip(_NAMES, _tw, _biases):
+            _lin = getattr(_layer_b, _name)
+            checks.check_true(
+                getattr(_lin, "bias", None) is not None,
+                f"with bias=True, {_name} has a bias (hidden)",
+                hint="keep the constructor as given: nn.LazyLinear(num_hiddens, bias=bias)",
+            )
+            _lin.weight.copy_(_w)
+            _lin.bias.copy_(_b)
+        _expected_b, _ = _torch_b(_qN, _k, _v, attn_mask=_ignore, need_weights=False)
+    checks.check_close(
+        _layer_b(_qN, _k, _v, _lens),
+        _expected_b,
+        "output with bias=True against torch.nn.MultiheadAttention with the same biases (hidden)",
+        atol=1e-10,
+        rtol=0,
+        hint="keep the constructor as given: the bias passed reaches all four projections",
+    )
+
     # The gradients: the layer is trained through. With PyTorch's weights, the gradients of sum(output * G) with
     # respect to W_q, W_k, W_v and W_o must be PyTorch's (no gradient reaches W_q and W_k if the weights that
     # multiply the values were detached).
@@ -179,7 +211,7 @@ with checks.forbid_reference(MultiHeadAttention, (_qm, "MultiHeadAttention")):
     # 3 keys the weights 1/3; W_v = W_o = identity and the values 1, 10 and 100 make each output entry tell which
     # weights survived: (a + 10 b + 100 c) / (3 (1 - p)) with a, b, c in {0, 1}. Dropout on the output instead
     # gives only 0 or 111 / (3 (1 - p)).
-    _p_drop = 0.5
+    _p_drop = 0.3  # not the visible test's 0.5: the rate passed must reach self.dropout
     _layer = _new_layer(6, 3, _p_drop, 6, 6, 6)
     _eye, _zero = _T.eye(6, dtype=_f64), _T.zeros(6, 6, dtype=_f64)
     _set_weights(_layer, [_zero, _zero, _eye, _eye], "hidden, N = 6, H = 3")
@@ -210,8 +242,10 @@ with checks.forbid_reference(MultiHeadAttention, (_qm, "MultiHeadAttention")):
     _got = [x for row in _out[0].tolist() for x in row]
     checks.check_true(
         all(min(abs(g - x) for x in _allowed) < 1e-9 for g in _got),
-        "in training mode, each output is the values weighted by dropped-out weights (w / (1 - p) or 0)",
-        hint="apply self.dropout to the attention weights, then multiply by the values",
+        f"in training mode, each output is the values weighted by dropped-out weights (w / (1 - p) or 0, p = "
+        f"{_p_drop})",
+        hint="keep self.dropout = nn.Dropout(dropout) as given, apply it to the attention weights, then multiply by "
+        "the values",
     )
     checks.check_true(
         len({round(g, 6) for g in _got}) > 2,

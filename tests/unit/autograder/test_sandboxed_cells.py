@@ -239,3 +239,24 @@ def test_a_class_cache_python_adds_by_itself_is_no_tampering():
     first, second = done.stdout.splitlines()
     assert first == "[]"
     assert "torch.Tensor.sum2 was added" in second
+
+
+def test_a_hidden_part_leaves_torch_random_state_as_it_found_it():
+    """The cells after a hidden test draw what they drew when the student ran the notebook (which has no hidden
+    tests): a hidden part that seeds or draws does not move PyTorch's generator for them."""
+    import types
+
+    import torch
+
+    from autograder.sandboxed import guard
+
+    shell = types.SimpleNamespace(user_ns={}, compile=types.SimpleNamespace(_filename_map={}))
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    error = guard.run_hidden(shell, "import torch\ntorch.manual_seed(123)\ntorch.rand(5)\n", 0, 1, None)
+    assert error is None
+    assert torch.equal(torch.rand(3), expected)
+    torch.manual_seed(0)
+    error = guard.run_hidden(shell, "import torch\ntorch.rand(5)\nraise AssertionError('a failed check')\n", 0, 2, None)
+    assert isinstance(error, AssertionError) and torch.equal(torch.rand(3), expected)  # a failure restores it too
