@@ -17,6 +17,8 @@ The operators, by the class of mistake each models:
   test passes for it (an argument ignored whose usual value is the one the visible test uses);
 - ``float32_dtype`` (dtype): every ``dtype=`` of a tensor factory forced to ``torch.float32``;
 - ``other_dtype`` (dtype): every ``P.dtype`` read from parameter ``P`` read from another parameter instead;
+- ``cast_dropped`` (dtype): every cast removed: ``.to(X.dtype)`` (the result left in the dtype it was computed in),
+  ``.float()``/``.double()`` (a sum computed in the input's narrower dtype);
 - ``cpu_device`` (device): every ``device=`` of a tensor factory replaced by ``"cpu"``;
 - ``detach_input`` (gradient): every tensor entering ``torch.cat``/``torch.stack`` or an attention call, and every
   state returned beside the output, detached;
@@ -302,6 +304,28 @@ def other_dtype(source: str) -> Iterator[tuple[str, str]]:
 
         for where, text in _each_site(source, find, change):
             yield f"{where} as {other}.dtype", text
+
+
+def cast_dropped(source: str) -> Iterator[tuple[str, str]]:
+    """Each cast removed: ``E.to(X.dtype)`` (or ``.to(dtype=...)``, ``.type_as(X)``) left as ``E``, a result that
+    keeps the dtype it was computed in; ``X.float()`` or ``X.double()`` left as ``X``, a sum or a statistic computed
+    in the input's narrower dtype."""
+
+    def find(tree):
+        out = []
+        for n in ast.walk(tree):
+            if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)):
+                continue
+            name, args = n.func.attr, n.args
+            to_dtype = name == "to" and (
+                (len(args) == 1 and isinstance(args[0], ast.Attribute) and args[0].attr == "dtype")
+                or (not args and any(k.arg == "dtype" for k in n.keywords))
+            )
+            if to_dtype or name == "type_as" or (name in ("float", "double") and not args and not n.keywords):
+                out.append(n)
+        return out
+
+    yield from _each_site(source, find, lambda call: call.func.value)
 
 
 def cpu_device(source: str) -> Iterator[tuple[str, str]]:
@@ -680,6 +704,7 @@ OPERATORS: dict[str, tuple[str, Callable[..., Iterator[tuple[str, str]]]]] = {
     "ignore_argument": ("pass-through", ignore_argument),
     "float32_dtype": ("dtype", float32_dtype),
     "other_dtype": ("dtype", other_dtype),
+    "cast_dropped": ("dtype", cast_dropped),
     "cpu_device": ("device", cpu_device),
     "detach_input": ("gradient", detach_input),
     "in_place": ("state", in_place),

@@ -1,7 +1,8 @@
 """``python -m tests.support.operators_report [SLUG ...]``: run every mutant :mod:`autograder.operators` generates
 through its section's hidden tests, in the in-process harness (the grader's shell and guard), and print the table of
 operators by section: rejected/generated, and how many of the rest each section's ``equivalents.toml`` lists, with
-every survivor it does not list named (issue 40's report; ``tests/grading/test_generated_mutants.py`` is the gate)."""
+every survivor it does not list named (issue 40's report; ``tests/grading/test_generated_mutants.py`` is the gate).
+``--counts`` prints the same table from the counts alone, in seconds: true whenever the gate passes."""
 
 from __future__ import annotations
 
@@ -27,8 +28,32 @@ def survivors(slug: str) -> tuple[list, list]:
     return rejected, surviving
 
 
+def counts_table(chosen: list[str]) -> None:
+    """The table without running anything: generated per operator and section, the equivalents listed, and the
+    rest, which ``tests/grading/test_generated_mutants.py`` proves rejected when it passes (``--counts``)."""
+    names = list(operators.OPERATORS)
+    rows = {}
+    for slug in chosen:
+        listed = {(e.stub, e.mutant) for e in operators.equivalents(slug)}
+        row = {n: [0, 0, 0] for n in names}
+        for m in operators.generate(slug):
+            row[m.operator][1 if (m.grade_id, m.name) in listed else 0] += 1
+        rows[slug] = row
+    rows["all"] = {n: [sum(rows[s][n][i] for s in chosen) for i in range(3)] for n in names}
+    print("| section | " + " | ".join(names) + " | all |")
+    print("|---|" + "---:|" * (len(names) + 1))
+    for slug, row in rows.items():
+        cells = [_cell(*row[n]) for n in names]
+        print(f"| {slug} | " + " | ".join(cells) + f" | {_cell(*(sum(row[n][i] for n in names) for i in range(3)))} |")
+    print("\n(rejected/generated, + the equivalents listed)")
+
+
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    if "--counts" in argv:
+        argv = [a for a in argv if a != "--counts"]
+        counts_table([s.slug for s in sections() if not argv or s.slug in argv])
+        return
     chosen = [s.slug for s in sections() if not argv or s.slug in argv]
     # slug -> operator -> [rejected, listed equivalent, surviving unlisted]
     table: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))

@@ -1,6 +1,7 @@
 # Hidden: rows of float64 logits with many ties (a few levels), top_p from 0.05 to 1, against a brute-force search
 # for the smallest set of tokens whose total reaches top_p, ties kept, renormalised; temperatures 0.5 and 3; a batch
-# (3, 4, V) of rows; logits of size 1e4, at temperatures 1 and 1e4; float32 and float64 kept; logits unchanged; top_p
+# (3, 4, V) of rows; logits of size 1e4, at temperatures 1 and 1e4; float32 and float64 kept; a float32 row whose
+# nucleus is one token larger when summed in float64, as the contract asks; logits unchanged; top_p
 # 0, 1.5 and -0.1 refused; no call to the reference.
 # Contract: the page's sentences each check relies on.
 #   "With p = softmax(logits / temperature) over the last axis, the nucleus" -> temperatures 0.5, 3; a (3, 4, V) batch
@@ -11,10 +12,11 @@
 #   "top_p = 1 keeps every token; a ValueError if top_p is not in (0, 1]." -> top_p 1; top_p 0, 1.5, -0.1 refused
 #   "logits (..., V) -> probabilities (..., V), in logits' dtype." -> float32 in, float32 out; float64 kept
 #   "logits is not changed." -> logits compared with a copy after a call
+#   "Sums are compared in float64." -> float32 logits whose nucleus differs by 6e-8 between float32 and float64
 #   "p is right for logits of any size, at any temperature." -> logits of size 1e4 at temperatures 1 and 1e4
 # Classes: each kind of mistake, and the check that catches it.
 #   value -> against the brute-force nucleus (sum_includes_the_token, not_renormalised)
-#   dtype -> float32 in, float32 out (returns_float64)
+#   dtype -> float32 in, float32 out (returns_float64); sums in float64 (cast_dropped: logits.double())
 #   device -> n/a: every tensor comes from logits by sorting, summing and masking
 #   pass-through -> temperature reaches the softmax (temperature_ignored)
 #   state -> logits unchanged after a call (divided_in_place)
@@ -90,6 +92,19 @@ with checks.forbid_reference(top_p_distribution, (_md, "top_p_distribution")):
     )
     _single = top_p_distribution(_batch.float(), 0.7)
     checks.check_true(_single.dtype == _T.float32, f"float32 logits give float32 (hidden), got {_single.dtype}")
+    # float32 logits whose third token is more likely than top_p by 6e-8 only in float64: the two tokens above it add
+    # up to 0.67522383 in float64 but to 0.67522389 = top_p in float32, so a nucleus summed in float32 leaves it out.
+    _close = _T.tensor(
+        [1.6065521240234375, 0.3496667742729187, 0.17795619368553162, -1.2274360656738281, 0.09236489981412888,
+         -2.736518383026123, 0.674990177154541, 2.0222318172454834],
+        dtype=_T.float32,
+    )  # fmt: skip
+    _kept = int((top_p_distribution(_close, 0.6752238869667053) > 0).sum())
+    checks.check_true(
+        _kept == 3,
+        f"a nucleus whose sum reaches top_p only in float32 keeps {_kept} tokens, not 3 (hidden)",
+        hint="compute the probabilities and their sums in float64 (logits.double()), then return logits' dtype",
+    )
     for _bad in (0.0, 1.5, -0.1):
         try:
             top_p_distribution(_batch, _bad)

@@ -132,3 +132,10 @@ def test_a_bad_equivalents_file_is_refused_with_what_to_write(tmp_path):
     path.write_text('[[equivalent]]\nstub = "f"\nmutant = "m"\nreason = "r"\n' * 2)
     with pytest.raises(operators.EquivalentError, match="listed twice"):
         operators._equivalents(path, 1.0)
+
+
+def test_cast_dropped_removes_each_cast_once():
+    cell = "def f(x):\n    wide = x.float()\n    return (wide * 2).to(x.dtype)\n"
+    made = dict(operators.cast_dropped(cell))
+    assert set(made) == {"f: x.float()", "f: (wide * 2).to(x.dtype)"}
+    assert "wide = x\n" in made["f: x.float()"] and "return wide * 2" in made["f: (wide * 2).to(x.dtype)"]
