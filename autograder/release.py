@@ -6,6 +6,11 @@ markers); ``nbgrader generate_assignment`` then writes
 ``_build/course/release/<slug>/<slug>.ipynb``, which must equal the book's
 notebook cell for cell (``tests/grading/test_release.py``).
 
+Each section's source folder also receives the course's policy for coding assistants (``AGENTS.md`` and its
+copies, :mod:`course.assistants`, as course.toml chooses), which ``nbgrader generate_assignment`` copies into
+the release folder beside the notebook, so that it reaches students with it (nbgrader's exchange hands them the
+whole folder).
+
 ``make release`` also makes sure the trained models that sections show are in the trained-weights cache
 (each section's front matter's ``trains:``, :attr:`course.section.Section.trains`): the grader binds that
 folder read-only into its sandbox and never trains, so that
@@ -23,6 +28,7 @@ from pathlib import Path
 
 from autograder import assemble
 from autograder.nbcourse import course_path
+from course import assistants
 from course import notebooks as nbs
 from course.section import sections as all_sections
 from course.student_notebook import differences, student_notebook
@@ -43,7 +49,9 @@ def venv_env() -> dict:
 
 
 def write_sources(course: Path = COURSE, sections=None) -> list[Path]:
-    """Assemble every section's nbgrader source notebook; return their paths."""
+    """Assemble every section's nbgrader source notebook, with the policy for coding assistants beside it; return
+    the notebooks' paths."""
+    policy = assistants.chosen()  # before anything is written: a bad course.toml stops the release
     course.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(ROOT / "autograder" / "nbgrader_config.py", course / "nbgrader_config.py")
     paths = []
@@ -52,6 +60,7 @@ def write_sources(course: Path = COURSE, sections=None) -> list[Path]:
         nb = assemble.solved(student_notebook(section), section.slug, markers=True, hidden=True)
         path = course_path(course, "source", section.assignment, section.slug)
         nbs.write_if_changed(nb, path, fmt="ipynb")
+        assistants.write(path.parent, policy)
         paths.append(path)
     return paths
 
@@ -70,6 +79,7 @@ def release(course: Path = COURSE, sections=None) -> list[Path]:
     paths = [course_path(course, "release", section.assignment, section.slug) for section in sections]
     for section, path in zip(sections, paths):
         check_release(section, path)
+        check_assistant_files(path.parent)
     return paths
 
 
@@ -84,6 +94,18 @@ def check_release(section, path: Path) -> None:
             f"[release] {path} is not the student's notebook of {section.slug} that the book, Colab and "
             f"make notebooks give: {'; '.join(found)}. Every door must give one notebook "
             "(course/student_notebook.py); something between the book and nbgrader's release changed a cell."
+        )
+
+
+def check_assistant_files(folder: Path) -> None:
+    """Stop unless nbgrader copied the policy for coding assistants from the source folder into the release
+    ``folder`` (a setting of nbgrader's that leaves out ``.md`` files would keep it from students)."""
+    missing = [name for name in assistants.FILE_NAMES if not (folder / name).is_file()]
+    if missing:
+        raise SystemExit(
+            f"[release] {folder} lacks {', '.join(missing)}: nbgrader generate_assignment did not copy the policy "
+            "for coding assistants from the source folder. Check CourseDirectory.include and CourseDirectory.ignore "
+            "in the course's nbgrader_config_local.py: they must let .md files through."
         )
 
 
@@ -114,6 +136,10 @@ def main(argv=None):
         help="release only this section (repeat for several); default: every section of _toc.yml",
     )
     args = parser.parse_args(argv)
+    try:
+        policy = assistants.chosen()
+    except assistants.PolicyError as err:
+        parser.exit(2, f"[release] {err}\n")
     chosen = None
     if args.only:
         known = {s.slug: s for s in all_sections()}
@@ -123,6 +149,8 @@ def main(argv=None):
         chosen = [known[slug] for slug in args.only]
     for path in release(args.course, chosen):
         print(f"[release] {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    files = " and ".join(assistants.FILE_NAMES)
+    print(f"[release] coding assistants: course.toml's {policy!r} policy, as {files} in every release folder")
     if not args.no_warm:
         warm_trained(chosen)
 

@@ -6,7 +6,9 @@ release and of the book's download button, cell for cell, nbgrader's metadata in
 that installs the course library from the repository, and does nothing outside Colab. Publish ``DIR`` as the
 branch that ``qkv_colab_branch`` in ``_config.yml`` names (``notebooks``): the book's Colab buttons
 (``book/_ext/colab_launch.py``) open those files. A notebook completed on Colab is graded like any other: the
-grader takes only the answer cells, and reads Colab's own saved format (``tests/grading/test_doors.py``).
+grader takes only the answer cells, and reads Colab's own saved format (``tests/grading/test_doors.py``). The
+branch's root also holds the course's policy for coding assistants (``AGENTS.md``, :mod:`course.assistants`), as
+every folder that students get does.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
+from course import assistants
 from course import notebooks as nbs
 from course.section import Section
 from course.section import sections as all_sections
@@ -66,8 +69,10 @@ def notebook_pages() -> list[Path]:
 
 
 def write(out: Path = OUT) -> list[Path]:
-    """Write every notebook page's Colab notebook under ``out/book/`` and a README; return the notebook paths."""
+    """Write every notebook page's Colab notebook under ``out/book/``, a README and the policy for coding assistants
+    (:func:`course.assistants.write`); return the notebook paths."""
     url, branch, colab_branch = repository()
+    policy = assistants.chosen()  # before anything is written: a bad course.toml stops the run
     by_path = {section.path: section for section in all_sections()}
     paths = []
     for page in notebook_pages():
@@ -79,6 +84,7 @@ def write(out: Path = OUT) -> list[Path]:
         f"publish this folder as the `{colab_branch}` branch. Do not edit: edit `book/` on `{branch}`.\n"
     )
     nbs.write_text_if_changed(out / "README.md", readme)
+    assistants.write(out, policy)
     return paths
 
 
@@ -86,7 +92,10 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m publish.colab", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT, help=f"where to write (default: {OUT.relative_to(ROOT)})")
     args = parser.parse_args(argv)
-    paths = write(args.out.resolve())
+    try:
+        paths = write(args.out.resolve())
+    except assistants.PolicyError as err:
+        raise SystemExit(f"[colab] {err}") from None
     print(f"[colab] {len(paths)} notebooks in {args.out}: publish that folder as the branch {repository()[2]!r}")
 
 

@@ -10,8 +10,9 @@ private, and the public repository is written from it by this module: ``DIR`` (d
   private until someone adds it here. A folder entry (``book/``) takes every file under it that git tracks, or that
   is new and not ignored (``git ls-files``); caches and build output never travel;
 * :data:`GENERATED` files: a README for readers and students and a Makefile whose ``make book`` builds the student
-  edition (templates in ``publish/public/``), the Colab notebooks (``make notebooks``) under ``notebooks/``, and
-  the marker file that lets the next run replace the folder.
+  edition (templates in ``publish/public/``), the Colab notebooks (``make notebooks``) under ``notebooks/``, the
+  policy for coding assistants that course.toml chooses (``AGENTS.md``, :mod:`course.assistants`), and the
+  marker file that lets the next run replace the folder.
 
 Every run replaces ``DIR`` completely (no stale file survives) except a ``.git`` in it, so ``DIR`` can be a clone
 of the public repository: ``make public``, then commit and push there. A symbolic link is copied as the file it
@@ -32,6 +33,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from course import assistants
 from course import notebooks as nbs
 from course.section import sections
 from publish import colab, envfile
@@ -58,6 +60,8 @@ ALLOW: dict[str, str] = {
     "course/notebooks.py": "make book and make notebooks: reading the MyST notebooks",
     "course/section.py": "make book and make notebooks: the sections of _toc.yml",
     "course/student_notebook.py": "make book and make notebooks: the student's notebook, the same from every door",
+    "course/assistants.py": "make notebooks: the policies for coding assistants (AGENTS.md); course.toml picks one",
+    "course.toml": "the course's configuration: which policy for coding assistants make notebooks writes",
     "publish/build_book.py": "make book (the student edition; the solutions edition needs this repository)",
     "publish/vendor.py": "make book: MathJax, so the book reads offline",
     "publish/poster.py": "make book: the chapter-at-a-glance poster (A3 PDF and PNG)",
@@ -78,7 +82,12 @@ GENERATED: dict[str, str] = {
     "README.md": "for readers and students, from publish/public/README.md",
     "Makefile": "make book (the student edition) and make notebooks, from publish/public/Makefile",
     "environment.yml": "the same environment for conda and Binder, with the student's extra (publish.envfile)",
-    "notebooks/": "the Colab notebooks (publish.colab): the contents of the Colab branch",
+    "notebooks/": "the Colab notebooks (publish.colab): the contents of the Colab branch, its AGENTS.md included",
+    **{
+        name: "the policy for coding assistants that course.toml chooses (course.assistants), for the folder that "
+        "Binder, JupyterHub and a student's clone open"
+        for name in assistants.FILE_NAMES
+    },
     MARKER: "says that make public wrote this folder, so that the next run may replace it",
 }
 
@@ -276,6 +285,7 @@ def write(out: Path = OUT, allow=ALLOW) -> list[str]:
     tests use it, to prove that their check for answers finds what the allowlist keeps out.
     """
     out = _check_out(out)
+    policy = assistants.chosen()  # before anything is written: a bad course.toml stops the run
     copies = sources(ROOT, allow)
     partial = out.with_name(f".{out.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
@@ -292,6 +302,7 @@ def write(out: Path = OUT, allow=ALLOW) -> list[str]:
         shutil.copy2(TEMPLATES / "Makefile", partial / "Makefile")
         (partial / "environment.yml").write_text(envfile.render(envfile.PUBLIC_PIP_LINES), encoding="utf-8")
         colab.write(partial / "notebooks")
+        assistants.write(partial, policy)
         (partial / MARKER).write_text(_MARKER_TEXT, encoding="utf-8")
         out.mkdir(parents=True, exist_ok=True)
         for old in out.iterdir():
@@ -321,7 +332,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     try:
         files = write(args.out)
-    except PublicTreeError as err:
+    except (PublicTreeError, assistants.PolicyError) as err:
         raise SystemExit(f"[public] {err}") from None
     out = args.out.resolve()
     size = sum((out / f).stat().st_size for f in files)

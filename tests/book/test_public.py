@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from course import assistants
 from course import notebooks as nbs
 from course.section import sections
 from publish import build_book, colab, envfile, public
@@ -33,6 +34,8 @@ TOP_LEVEL = {
     ".ci",
     ".gitignore",
     public.MARKER,
+    "AGENTS.md",
+    "GEMINI.md",
     "LICENSE",
     "LICENSE-text.md",
     "Makefile",
@@ -43,6 +46,7 @@ TOP_LEVEL = {
     "book",
     "constraints.txt",
     "course",
+    "course.toml",
     "environment.yml",
     "lib",
     "notebooks",
@@ -54,7 +58,7 @@ TOP_LEVEL = {
 }
 CODE = {
     ".ci": {"system-deps.sh"},
-    "course": {"__init__.py", "notebooks.py", "section.py", "student_notebook.py"},
+    "course": {"__init__.py", "assistants.py", "notebooks.py", "section.py", "student_notebook.py"},
     "benchmarks": {
         "results/mt_cpu.md",
         "results/lm_cpu.md",
@@ -131,17 +135,29 @@ def test_the_tree_holds_exactly_the_allowlisted_and_generated_files(tree):
         expected = _git_files(folder)
         assert expected, f"git lists nothing under {folder}"
         assert [f for f in files if f.startswith(folder)] == expected, f"{folder} differs from the repository's"
-    written = ("notebooks", "README.md", "Makefile", "environment.yml", public.MARKER)
+    written = ("notebooks", "README.md", "Makefile", "environment.yml", public.MARKER, *assistants.FILE_NAMES)
     copied = [f for f in files if f.split("/")[0] not in written]
     for rel in copied:
         assert (out / rel).read_bytes() == (ROOT / rel).read_bytes(), f"{rel} is not the repository's file"
     notebooks = {f for f in files if f.startswith("notebooks/")}
     pages = {p.relative_to(ROOT).with_suffix(".ipynb").as_posix() for p in colab.notebook_pages()}
-    assert notebooks == {"notebooks/README.md"} | {f"notebooks/{page}" for page in pages}
+    policy = {f"notebooks/{name}" for name in assistants.FILE_NAMES}
+    assert notebooks == {"notebooks/README.md"} | policy | {f"notebooks/{page}" for page in pages}
     assert {f"book/{s.slug}.ipynb" for s in sections()} < pages  # the sections, and the chapter at a glance
     assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc") or ".egg-info" in f]
     assert (out / ".ci" / "system-deps.sh").stat().st_mode & 0o111, "the bootstrap script must stay executable"
     assert (out / "start").stat().st_mode & 0o111, "Binder runs start only when it is executable"
+
+
+def test_the_tree_and_its_colab_branch_carry_the_policy_for_coding_assistants_that_course_toml_chooses(tree):
+    """At the root, which Binder, JupyterHub (nbgitpuller) and a student's clone open, and at the root of the Colab
+    branch (``notebooks/``); the tree's own ``make notebooks`` reads the same course.toml, copied."""
+    out, _ = tree
+    text = assistants.render(assistants.chosen())
+    for folder in (out, out / "notebooks"):
+        for name in assistants.FILE_NAMES:
+            assert (folder / name).read_text(encoding="utf-8") == text, folder / name
+    assert assistants.chosen(out / "course.toml") == assistants.chosen()
 
 
 def test_writing_again_replaces_the_tree_but_keeps_its_git_folder(tree, tree_copy):

@@ -12,6 +12,7 @@ import pytest
 
 from autograder import assemble, release
 from autograder.release import venv_env
+from course import assistants
 from course import notebooks as nbs
 from course.section import sections
 from publish import colab
@@ -42,6 +43,18 @@ def test_release_equals_book_cell_for_cell(released, section):
         assert r.source == b.source, f"cell {i} ({nbs.grade_id(b)}) differs between release and book"
         for key in ("grade_id", "points", "locked", "solution", "grade"):
             assert nbs.nbgrader_meta(r).get(key) == nbs.nbgrader_meta(b).get(key), f"cell {i}: nbgrader {key}"
+
+
+def test_every_release_folder_carries_the_policy_for_coding_assistants_beside_the_notebook(released):
+    """nbgrader copies it from the source folder (:func:`autograder.release.write_sources`) into the folder that
+    its exchange hands each student; the text is the policy course.toml chooses."""
+    root, _ = released
+    text = assistants.render(assistants.chosen())
+    for section in SECTIONS:
+        folder = root / "release" / section.assignment
+        assert sorted(p.name for p in folder.iterdir()) == sorted([f"{section.slug}.ipynb", *assistants.FILE_NAMES])
+        for name in assistants.FILE_NAMES:
+            assert (folder / name).read_text(encoding="utf-8") == text, f"{section.slug}/{name}"
 
 
 @pytest.mark.parametrize("section", SECTIONS, ids=lambda s: s.slug)

@@ -41,10 +41,11 @@ CACHE = nbs.ROOT / "_build" / "grading-course-cache"
 def _inputs(slugs) -> list[Path]:
     """The files a course for ``slugs`` is built from (a change to any of them means a new build): the grading and
     course code (the assembler, nbgrader's configuration and generator, the rubrics), the notebook metadata that
-    ``publish.colab`` adds, the pins (nbgrader's version), and each section's notebook, solutions and hidden tests."""
+    ``publish.colab`` adds, the pins (nbgrader's version), the course's configuration (the policy for coding
+    assistants in every release folder), and each section's notebook, solutions and hidden tests."""
     root = nbs.ROOT
     files = once.files_under(root / "autograder", root / "course", root / "publish" / "colab.py")
-    files += [root / "constraints.txt"]
+    files += [root / "constraints.txt", root / "course.toml"]
     for slug in slugs:
         sec = section(slug)
         files += once.inputs_of([sec.path, sec.solutions])

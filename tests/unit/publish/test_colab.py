@@ -8,6 +8,7 @@ import types
 import nbformat
 import pytest
 
+from course import assistants
 from course import notebooks as nbs
 from course.section import sections as all_sections
 from course.student_notebook import differences, student_notebook
@@ -39,8 +40,14 @@ def test_the_colab_button_moves_from_the_md_source_to_the_ipynb_on_the_notebooks
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
+    """The Colab branch, written with course.toml choosing the "hints" policy for coding assistants (not the
+    repository's default, so that a policy written whatever the configuration says shows)."""
     out = tmp_path_factory.mktemp("notebooks")
-    return out, colab.write(out)
+    config = tmp_path_factory.mktemp("config") / "course.toml"
+    config.write_text('[assistants]\npolicy = "hints"\n')
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(assistants, "CONFIG", config)
+        return out, colab.write(out)
 
 
 def test_one_colab_notebook_per_notebook_page_with_the_books_cells_after_the_install_cell(written):
@@ -72,6 +79,12 @@ def test_one_colab_notebook_per_notebook_page_with_the_books_cells_after_the_ins
         assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
         assert "jupytext" not in nb.metadata and nb.metadata["kernelspec"]["language"] == "python"
     assert "`notebooks` branch" in (out / "README.md").read_text()
+
+
+def test_the_branch_carries_the_policy_for_coding_assistants_that_course_toml_chooses(written):
+    out, _ = written
+    for name in assistants.FILE_NAMES:
+        assert (out / name).read_text(encoding="utf-8") == assistants.render("hints"), name
 
 
 def test_the_install_cell_installs_qkv_on_colab_only(written, monkeypatch):
