@@ -22,7 +22,7 @@ help:
 	@echo "make lab                                JupyterLab as students get it (student/jupyter: no instructor tools)"
 	@echo "make grade SUBMISSIONS=DIR|ZIP          autograde a class (GRADE_ARGS='--cluster tcp://HOST:8786 --db postgresql://...')"
 	@echo "make gradescope [SECTION=slug]          a Gradescope autograder zip per section (_build/gradescope/<slug>.zip)"
-	@echo "make export [CANVAS=export.csv]         the gradebook's scores: nbgrader's CSV, and Canvas's import file (EXPORT_ARGS='--map ids.csv')"
+	@echo "make export [CANVAS=export.csv]         the gradebook's scores: nbgrader's CSV, and Canvas's import file (EXPORT_ARGS='--map ids.csv'); written answers by question and per student (EXPORT_ARGS=--blind)"
 	@echo "make bench                              run the benchmarks in benchmarks/"
 	@echo "make public                             the public repository, without answers or hidden tests (_build/public)"
 
@@ -97,7 +97,8 @@ grade: $(STAMP)
 	$(BIN)/python -m autograder.grade "$(SUBMISSIONS)" $(GRADE_ARGS)
 
 # The gradebook's scores for the LMS (autograder/lms.py): nbgrader's own CSV, and with CANVAS= the Canvas gradebook
-# export filled in, both in _build/course/reports/.
+# export filled in, both in _build/course/reports/; and each section's written answers, by question and per student,
+# in _build/course/reports/written/ (autograder/written/).
 export: $(STAMP)
 	$(BIN)/python -m autograder.lms $(if $(CANVAS),--canvas "$(CANVAS)") $(EXPORT_ARGS)
 

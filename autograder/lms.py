@@ -8,7 +8,11 @@ It writes, from the course's gradebook:
   Export > Export Entire Gradebook), with the column of each of our assignments filled in and every other cell as
   it was, to import again (Grades > Import). Students are matched by login: a course's student id is a Canvas
   ``SIS Login ID``, or the ``--map`` file (columns ``student`` and ``login``) says which login it is. The students
-  found on one side only are listed.
+  found on one side only are listed;
+* for each assignment with written questions and submissions, ``COURSE/reports/written/ASSIGNMENT/``: every
+  student's answer to each written question, one HTML page and PDF per question (``--blind``: students by an
+  anonymous label), and one PDF per student in Gradescope's template layout (:mod:`autograder.written`;
+  ``--no-written`` for none).
 
 Why the gradebook and not ``grades.csv``: ``make grade`` writes ``grades.csv`` afresh for the class it grades,
 so after grading one assignment this week and another next week it holds only the last; and a score that a grader
@@ -31,6 +35,7 @@ import argparse
 import csv
 import dataclasses
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -310,10 +315,12 @@ def _column_pair(text: str) -> tuple[str, str]:
 
 
 def main(argv=None) -> int:
-    """The command line (``make export``); returns the exit status (2 on a problem, nothing written)."""
+    """The command line (``make export``); returns the exit status: 2 on a problem with the course or the command
+    line (nothing written), or with one assignment's written answers (the rest written)."""
     parser = argparse.ArgumentParser(
         prog="python -m autograder.lms",
-        description="Export the gradebook's scores: nbgrader's CSV, and a Canvas gradebook import file.",
+        description="Export the gradebook's scores (nbgrader's CSV, a Canvas gradebook import file) and the written "
+        "answers, by question and per student.",
     )
     parser.add_argument("--course", type=Path, default=None, help="the nbgrader course (default: _build/course)")
     parser.add_argument("--canvas", type=Path, default=None, help="the CSV Canvas exported for the course")
@@ -325,6 +332,11 @@ def main(argv=None) -> int:
     parser.add_argument("--assignment", action="append", default=[], help="export only this assignment (repeat)")
     parser.add_argument("--add-missing", action="store_true", help="add a column (a new Canvas assignment) for ours")
     parser.add_argument("--out", type=Path, default=None, help="folder of the files (default: COURSE/reports)")
+    parser.add_argument(
+        "--blind", action="store_true",
+        help="written answers by question show anonymous labels, not ids or names (the key: written/*/blind-key.csv)",
+    )  # fmt: skip
+    parser.add_argument("--no-written", action="store_true", help="write no files of written answers")
     args = parser.parse_args(argv)
     from autograder import release
 
@@ -346,8 +358,16 @@ def main(argv=None) -> int:
         print(f"export: {err}", file=sys.stderr)
         return 2
     print(f"nbgrader's CSV: {write_nbgrader_csv(course, out / 'nbgrader-grades.csv')}")
-    if filled is None:
-        return 0
+    status = 0
+    if filled is not None:
+        report_canvas(filled, out)
+    if not args.no_written:
+        status = export_written(course, [a for a in scores if scores[a]], out, args.blind)
+    return status
+
+
+def report_canvas(filled: Filled, out: Path) -> None:
+    """Write the Canvas import file and say what a person should know about it."""
     path = write_export(filled.export, out / "canvas-import.csv")
     print(f"Canvas import file: {path} ({filled.written} scores; import it in Canvas: Grades > Import)")
     for assignment, column in filled.columns.items():
@@ -359,7 +379,53 @@ def main(argv=None) -> int:
         print("  (a different login? list them in a --map file: student,login)")
     if filled.canvas_only:
         print(f"in Canvas, no submission in the gradebook ({len(filled.canvas_only)}): {', '.join(filled.canvas_only)}")
-    return 0
+
+
+def mathjax() -> Path | None:
+    """MathJax for the pages of written answers: the book's copy (:mod:`publish.vendor`, fetched with npm on first
+    use), or ``None`` (the math stays TeX) with a note where it cannot be had."""
+    from publish import vendor
+
+    try:
+        return vendor.mathjax_dir()
+    except (SystemExit, OSError, subprocess.CalledProcessError) as err:
+        print(f"note: no MathJax for the pages of written answers, so their math shows as TeX ({err})")
+        return None
+
+
+def export_written(course: Course, assignments: list[str], out: Path, blind: bool) -> int:
+    """The files of written answers of each assignment (:func:`autograder.written.collect`, then
+    :func:`autograder.written.write`); returns the exit status: 2 if an assignment's could not be written (said why;
+    the others are written). An assignment whose release notebook is not in the course (a gradebook kept without
+    its course folder) is noted and left out."""
+    from autograder import written
+
+    status, found = 0, []  # found: MathJax, looked for once an assignment has written questions
+    for assignment in assignments:
+        try:
+            answers = written.collect(course, assignment, blind=blind)
+            if not answers.questions or not answers.students:
+                continue
+            found = found or [mathjax()]
+            done = written.write(answers, out, mathjax=found[0])
+        except written.answers.MissingRelease as err:
+            print(f"note: no written answers of {assignment}: {err}")
+            continue
+        except GradingError as err:
+            print(f"export: written answers of {assignment}: {err}", file=sys.stderr)
+            status = 2
+            continue
+        how = "unchanged since the last export" if done.unchanged else "written"
+        print(
+            f"written answers of {assignment}: {done.questions} questions, {done.students} students, {how}: "
+            f"{done.folder}/by-question/index.html (by question), by-student/*.pdf and template.pdf (Gradescope)"
+        )
+        if done.key is not None:
+            print(f"  blind: students by label; the key is {done.key} (keep it from the graders)")
+        if done.continued:
+            longer = ", ".join(f"{s} ({', '.join(q)})" for s, q in sorted(done.continued.items()))
+            print(f"  answers longer than their page, continued after the last question: {longer}")
+    return status
 
 
 if __name__ == "__main__":

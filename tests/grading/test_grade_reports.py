@@ -5,6 +5,9 @@ The class: ``ann`` answers every stub as the reference does; ``ben`` leaves ever
 markup, which the report must show as text); ``fay`` writes her own ``query_jacobian``; four students hand in the
 notebook unanswered. Only ann and ben's ``query_jacobian`` is alike; no grade changes for it. Then the class's
 Canvas export (ben's login there is ``bjones``, and Canvas has a student who handed in nothing) gets its scores.
+
+11.1's exercises have no reference in ``qkv``, so that class has no answer like it; a class of 11.3, its answers
+written into the course as the grader writes them, has one (``reference.csv``, :mod:`autograder.reference`).
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ import shutil
 import nbformat
 import pytest
 
-from autograder import lms, similarity
+from autograder import lms, reference, report, similarity
 from autograder.grading import cli
+from autograder.grading.results import Result
+from autograder.nbcourse import Course
 from tests.support import corpus, once
+from tests.unit.autograder.test_reference import pasted, written_apart
 
 SLUG = corpus.SLUG
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
@@ -100,6 +106,63 @@ def test_grading_lists_the_copied_pair_only_and_shows_it_side_by_side(graded):
     # The grades are the grader's, whatever the report says: ben's copied answer keeps its points.
     grades = {r["student"]: r for r in read_csv(root / "out" / "grades.csv")}
     assert grades["ben"]["test_query_jacobian"] == grades["ann"]["test_query_jacobian"] != "0"
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_a_class_of_a_section_without_qkv_components_has_no_answer_like_the_reference(graded):
+    root, code = graded
+    assert code == 0
+    assert read_csv(root / "out" / "reference.csv") == []
+    assert (root / "out" / "reference.csv").read_text().strip() == ",".join(reference.FIELDS)
+    assert "like-reference" not in (root / "out" / "report.html").read_text(encoding="utf-8")
+
+
+def test_an_answer_pasted_from_qkv_is_listed_beside_it_and_answers_written_apart_are_not(tmp_path):
+    """11.3: ann hands in the reference answers (DotProductAttention's is qkv's own code), ben qkv's
+    DotProductAttention renamed and reordered, with a comment holding markup; cho wrote DotProductAttention apart
+    from it; four leave the stubs. Only ann's and ben's DotProductAttention are listed, each beside the reference."""
+    slug = corpus.INTEGRITY_SLUG
+    course_dir = tmp_path / "course"
+    shutil.copytree(corpus.course_template((slug,)), course_dir)
+    course = Course.load(course_dir)
+    release = course.release_path(slug, slug)
+    solved, blank = corpus.solved_notebook(release, slug), nbformat.read(release, as_version=4)
+    dot = corpus.find_cell(solved, "DotProductAttention").source
+    ben = pasted(dot).replace("    def forward(", "    # <b>mine</b>\n    def forward(")
+    apart = next(v for s, v in written_apart() if s == slug and v.grade_id == "DotProductAttention")
+    notebooks = {
+        "ann": solved,
+        "ben": corpus.with_answer(blank, "DotProductAttention", ben),
+        "cho": corpus.with_answer(blank, "DotProductAttention", apart.apply(dot)),
+        **{f"stub{i}": blank for i in range(4)},
+    }
+    results = []
+    for student, nb in notebooks.items():
+        path = course.path("autograded", slug, slug, student=student)
+        path.parent.mkdir(parents=True)
+        nbformat.write(nb, str(path))
+        results.append(Result(
+            student=student, assignment=slug, notebook=slug, status="graded", reason="", score=1.0, max_score=1.0,
+            exercises={}, max_points={},
+        ))  # fmt: skip
+    found = reference.find(course, results)
+    assert [(m.student, m.grade_id) for m in found.matches] == [
+        ("ann", "DotProductAttention"),
+        ("ben", "DotProductAttention"),
+    ]
+    assert found.matches[0].score == 1.0 and found.matches[1].score >= reference.THRESHOLD
+    compared = {gid for _, gid, _ in found.compared}
+    assert {"masked_softmax", "DotProductAttention", "AdditiveAttention"} == compared  # the three qkv has
+    rows = read_csv(reference.write_csv(found.matches, tmp_path / "reference.csv"))
+    assert [(r["student"], r["exercise"]) for r in rows] == [
+        ("ann", "DotProductAttention"),
+        ("ben", "DotProductAttention"),
+    ]
+    html = report.write_report(results, tmp_path, [], like_reference=found).read_text(encoding="utf-8")
+    assert "This changes no grade and accuses no one." in html
+    assert "&lt;b&gt;mine&lt;/b&gt;" in html and "<b>mine</b>" not in html
+    assert '<td class="same">        s = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(size)</td>' in html
 
 
 CANVAS = """Student,ID,SIS User ID,SIS Login ID,Section,Queries Keys Values (5001),Current Score,Final Score
