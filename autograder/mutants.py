@@ -44,7 +44,10 @@ gives the same weights), in ``autograder/sections/<module>/variants.toml``
 (:attr:`course.section.Section.variants`), in the same format with ``correct``
 (why the answer is still right) in place of ``mistake``. :func:`load_variants`
 reads them; ``tests/notebooks/test_grading_answers.py`` proves that every one keeps full
-points, so that a test made stricter never rejects a right answer.
+points, so that a test made stricter never rejects a right answer. A variant named
+``written_apart`` is a whole answer written from the docstring and D2L, not from ``qkv``'s
+reference: the comparison with that reference (:mod:`autograder.reference`) is measured against
+those (``benchmarks/reference_copies.py``), the other variants being edits of the reference answer.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@
 * ``similarity.csv``: the pairs of answers to one exercise that are alike beyond
   the code every student was given (:mod:`autograder.similarity`); ``report.html``
   shows each pair side by side, the lines they share marked, for a person to judge.
+* ``reference.csv``: the answers that match ``qkv``'s reference for their exercise
+  beyond the code every student was given (:mod:`autograder.reference`);
+  ``report.html`` shows each beside the reference, for a person to judge.
 * Feedback: nbgrader's own ``generate_feedback`` on the autograded notebooks,
   in ``COURSE/feedback/STUDENT/ASSIGNMENT/``.
 """
@@ -188,14 +191,16 @@ def write_similarity(pairs, path: Path) -> Path:
     return similarity.write_csv(pairs, path)
 
 
-def write_report(results, out: Path, similar=(), threshold: float = similarity.THRESHOLD) -> Path:
+def write_report(results, out: Path, similar=(), threshold: float = similarity.THRESHOLD, like_reference=None) -> Path:
     """``report.png`` and ``report.html`` (the template ``templates/report.html.j2``) in ``out``; returns the
     HTML path. ``similar``: the pairs of similar answers (:func:`autograder.similarity.find`, at ``threshold``),
-    each shown side by side."""
+    each shown side by side. ``like_reference``: what :func:`autograder.reference.find` found (None: not looked
+    for), each answer that matches its exercise's reference shown beside it."""
     out = Path(out)
     write_figure(results, out / "report.png")
     waiting = Counter(g for r in results for g in r.waiting)
     common = common_failures(results)
+    groups = reference_groups(like_reference)
     page = (
         templates()
         .get_template("report.html.j2")
@@ -212,11 +217,33 @@ def write_report(results, out: Path, similar=(), threshold: float = similarity.T
             sides=[(pair, similarity.side_by_side(pair)) for pair in list(similar)[:SHOWN_PAIRS]],
             threshold=threshold,
             common_count=similarity.COMMON,
+            like_reference=like_reference,
+            reference_groups=groups,
+            shown_reference=sum(rows is not None for *_, entries in groups for _, rows, _ in entries),
         )
     )
     path = out / "report.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+def reference_groups(found) -> list[tuple]:
+    """The answers like the reference (``found``, :func:`autograder.reference.find`'s) by exercise, for the report:
+    ``(assignment, grade_id, components, [(match, rows, anchor), ...])`` for every exercise compared, in its order;
+    ``rows`` is the answer beside the reference (:meth:`autograder.reference.Match.rows`) for the first
+    :data:`SHOWN_PAIRS` answers of the class, None after them."""
+    if not found:
+        return []
+    shown = 0
+    groups = []
+    for assignment, grade_id, components in found.compared:
+        entries = []
+        for m in found.matches:
+            if (m.assignment, m.grade_id) == (assignment, grade_id):
+                shown += 1
+                entries.append((m, m.rows() if shown <= SHOWN_PAIRS else None, f"reference-{shown}"))
+        groups.append((assignment, grade_id, components, entries))
+    return groups
 
 
 def _feedback(course, assignment: str, exclude: list[str]) -> str | None:

@@ -23,6 +23,8 @@ every k-gram is kept (a winnowing window of 1), so no hash seed picks the finger
 
 Nothing here accuses anyone or changes a grade. Independent answers to a short exercise can be alike, and a shared
 mistake is as alike as shared code; a person reads the two answers side by side (:func:`side_by_side`) and decides.
+Answers that match ``qkv``'s public reference, which this rule keeps silent when many students paste it, are listed
+by :mod:`autograder.reference`, with these fingerprints.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ class Pair:
     matched_b: frozenset[int]
 
 
-def _fingerprint(source: str, given=()):
+def fingerprint(source: str, given=()):
     """copydetect's fingerprint of ``source`` (Python), every k-gram kept, the hashes of ``given`` left out."""
     import numpy as np
     from copydetect import CodeFingerprint
@@ -110,7 +112,7 @@ class Given:
 
         sources = list(sources)
         lines = frozenset(line.strip() for source in sources for line in source.splitlines())
-        hashes = {h for source in sources for h in _fingerprint(source).hashes}
+        hashes = {h for source in sources for h in fingerprint(source).hashes}
         return cls(lines, np.array(sorted(hashes), dtype=np.int64))
 
 
@@ -160,16 +162,20 @@ def _order_key(text: str) -> str:
     return "".join(_NAME.sub(lambda m: m[0] if keyword.iskeyword(m[0]) else "V", text).split())
 
 
-def own_lines(source: str, given: Given) -> list[tuple[int, str]]:
+def own_lines(source: str, given: Given, dictated=None) -> list[tuple[int, str]]:
     """``(number, code)`` of the lines of an answer that its student wrote, without their comments, statement by
     statement in a canonical order (so that two answers whose statements are the same in another order read
     alike): no blank line, no comment, no docstring, no line of the code every student was given (the stub's
-    header, signatures, ``raise NotImplementedError()``)."""
+    header, signatures, ``raise NotImplementedError()``). ``dictated`` (optional): a test of a statement's code
+    (its kept lines joined by spaces); a statement it holds true for is left out too (what the stub's text spells
+    out, :mod:`autograder.reference`)."""
     lines = source.splitlines()
     units = []
     for statement in _statements(source):
         kept = [(n, statement.code[n]) for n in statement.numbers if lines[n - 1].strip() not in given.lines]
         kept = [(n, code) for n, code in kept if code.strip()]
+        if kept and dictated is not None and dictated(" ".join(code for _, code in kept)):
+            continue
         if kept:
             units.append(kept)
     units.sort(key=lambda unit: _order_key("\n".join(code for _, code in unit)))
@@ -177,7 +183,7 @@ def own_lines(source: str, given: Given) -> list[tuple[int, str]]:
 
 
 @dataclasses.dataclass
-class _Own:
+class OwnCode:
     """An answer's own lines, joined (what is fingerprinted), and their numbers in the answer."""
 
     answer: Answer
@@ -229,14 +235,14 @@ def compare(
         lines = own_lines(a.source, given)
         text = "\n".join(line for _, line in lines) + "\n"
         if text not in cache:
-            cache[text] = _fingerprint(text, given.hashes)
-        own.append(_Own(a, [n for n, _ in lines], cache[text]))
+            cache[text] = fingerprint(text, given.hashes)
+        own.append(OwnCode(a, [n for n, _ in lines], cache[text]))
     seen_in = Counter(h for o in own for h in o.print.hashes)
     frequent = {h for h, n in seen_in.items() if n > common}
     rare = [_without(o.print, frequent) for o in own]
     holders: dict[int, list[int]] = defaultdict(list)
-    for index, fingerprint in enumerate(rare):
-        for h in fingerprint.hashes:
+    for index, kept in enumerate(rare):
+        for h in kept.hashes:
             holders[h].append(index)
     candidates = {pair for group in holders.values() for pair in itertools.combinations(group, 2)}
     pairs = []
@@ -278,9 +284,12 @@ def answer_cells(nb: dict):
             yield meta["grade_id"], "".join(source) if isinstance(source, list) else source
 
 
-def find(course, results, threshold: float = THRESHOLD, common: int = COMMON) -> list[Pair]:
-    """The similar pairs of every exercise of the graded class ``results`` (of :func:`autograder.grading.cli.grade`) in
-    ``course`` (an :class:`autograder.nbcourse.Course`), by assignment, notebook and exercise.
+def class_answers(course, results, at_least: int = 1, wanted=None):
+    """Per graded notebook of the class ``results`` (of :func:`autograder.grading.cli.grade`) in ``course`` (an
+    :class:`autograder.nbcourse.Course`) that at least ``at_least`` students answered: ``(assignment, notebook,
+    release, answers)``, with the course's release notebook and the answers to each exercise (grade_id -> list of
+    :class:`Answer`, by student), by assignment and notebook. ``wanted`` (optional): a test of ``(assignment,
+    notebook)``; a notebook it fails is left out before anything of it is read.
 
     The answers are read from the autograded notebooks the grader wrote (the release with the student's answer
     cells, nothing else of the submission), the code every student was given from the course's release notebook.
@@ -289,12 +298,10 @@ def find(course, results, threshold: float = THRESHOLD, common: int = COMMON) ->
     for r in results:
         if r.status not in NOT_ANSWERED:
             by_notebook[r.assignment, r.notebook].append(r.student)
-    pairs: list[Pair] = []
     for (assignment, notebook), students in sorted(by_notebook.items()):
-        if len(students) < 2:  # no pair (one notebook graded alone, as on Gradescope): nothing read, nothing imported
-            continue
+        if len(students) < at_least or (wanted is not None and not wanted(assignment, notebook)):
+            continue  # e.g. one notebook graded alone, as on Gradescope: no pair, so nothing read, nothing imported
         release = course.release(assignment, notebook)
-        given = Given.of(c.source for c in release.cells if c.cell_type == "code")
         answers: dict[str, list[Answer]] = defaultdict(list)
         for student in sorted(students):
             path = course.path("autograded", assignment, notebook, student=student)
@@ -306,6 +313,16 @@ def find(course, results, threshold: float = THRESHOLD, common: int = COMMON) ->
                 answers[grade_id].append(
                     Answer(student=student, assignment=assignment, notebook=notebook, grade_id=grade_id, source=source)
                 )
+        yield assignment, notebook, release, answers
+
+
+def find(course, results, threshold: float = THRESHOLD, common: int = COMMON) -> list[Pair]:
+    """The similar pairs of every exercise of the graded class ``results`` (of :func:`autograder.grading.cli.grade`) in
+    ``course`` (an :class:`autograder.nbcourse.Course`), by assignment, notebook and exercise (the answers as
+    :func:`class_answers` reads them)."""
+    pairs: list[Pair] = []
+    for _, _, release, answers in class_answers(course, results, at_least=2):
+        given = Given.of(c.source for c in release.cells if c.cell_type == "code")
         for grade_id in answers:
             pairs += compare(answers[grade_id], given, threshold, common)
     return pairs
@@ -325,11 +342,18 @@ def write_csv(pairs: list[Pair], path: Path) -> Path:
 
 def side_by_side(pair: Pair) -> list[tuple]:
     """The two answers line by line, for the report: ``(number_a, text_a, matched_a, number_b, text_b,
-    matched_b)`` per row, the shorter answer padded with ``(None, "", False)``."""
-    a, b = pair.source_a.splitlines(), pair.source_b.splitlines()
+    matched_b)`` per row (:func:`columns`)."""
+    return columns(pair.source_a, pair.matched_a, pair.source_b, pair.matched_b)
+
+
+def columns(source_a: str, matched_a, source_b: str, matched_b) -> list[tuple]:
+    """Two sources line by line: ``(number_a, text_a, matched_a, number_b, text_b, matched_b)`` per row, a line
+    marked where its number (from 1) is in ``matched_a`` or ``matched_b``, the shorter source padded with
+    ``(None, "", False)``."""
+    a, b = source_a.splitlines(), source_b.splitlines()
     rows = []
     for n in range(max(len(a), len(b))):
-        left = (n + 1, a[n], n + 1 in pair.matched_a) if n < len(a) else (None, "", False)
-        right = (n + 1, b[n], n + 1 in pair.matched_b) if n < len(b) else (None, "", False)
+        left = (n + 1, a[n], n + 1 in matched_a) if n < len(a) else (None, "", False)
+        right = (n + 1, b[n], n + 1 in matched_b) if n < len(b) else (None, "", False)
         rows.append((*left, *right))
     return rows

@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autograder import gradebook, report, similarity
+from autograder import gradebook, reference, report, similarity
 from autograder import sandbox as sb
 from autograder.grading.journal import Journal
 from autograder.grading.options import TAMPER_POLICIES, GradeOptions
@@ -106,7 +106,9 @@ def run(submissions: Path, course_dir: Path | None, out: Path | None, options: G
     report.write_flags(results, out / "flags.csv")
     similar = [] if options.similarity is None else similarity.find(course, results, options.similarity)
     report.write_similarity(similar, out / "similarity.csv")
-    report.write_report(results, out, similar, options.similarity or similarity.THRESHOLD)
+    like_reference = None if options.similarity is None else reference.find(course, results)
+    reference.write_csv(like_reference.matches if like_reference else [], out / "reference.csv")
+    report.write_report(results, out, similar, options.similarity or similarity.THRESHOLD, like_reference)
     if options.feedback:
         report.generate_feedback(course, sorted({r.assignment for r in results}), options.workers)
     journal.remove()
@@ -183,7 +185,12 @@ def main(argv=None) -> int:
         help=f"list pairs of answers to an exercise at least this alike, the code given to all left out "
         f"(similarity.csv, report.html; default {similarity.THRESHOLD:g})",
     )
-    parser.add_argument("--no-similarity", action="store_true", help="no similarity.csv, no pairs in the report")
+    parser.add_argument(
+        "--no-similarity",
+        action="store_true",
+        help="no comparison of answers: no pairs alike (similarity.csv) and no answers like qkv's reference "
+        "(reference.csv), in the CSVs or the report",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
         "--tampered",
@@ -241,6 +248,7 @@ def main(argv=None) -> int:
     print(f"grades: {out / 'grades.csv'}\nreport: {out / 'report.html'} (failures: {out / 'failures.csv'})")
     if not args.no_similarity:
         print(f"answers alike, for a person to read: {out / 'similarity.csv'} and the report")
+        print(f"answers like qkv's reference, for a person to read: {out / 'reference.csv'} and the report")
     if not args.no_feedback:
         print(f"feedback: {course_dir / 'feedback'}/STUDENT/ASSIGNMENT/")
     waiting = sum(len(r.waiting) for r in results)

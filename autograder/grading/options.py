@@ -29,7 +29,8 @@ class GradeOptions:
     ``progress``: show a progress bar; ``jobs``: sandboxes at once on this machine (None: one per CPU); ``db``: the
     gradebook's database URL instead of the course's ``db_url``; ``cluster``: the address of a dask scheduler whose
     workers run the sandboxes; ``similarity``: how alike two answers to one exercise must be (0 to 1) to be listed
-    in ``similarity.csv`` and the report (:mod:`autograder.similarity`), None for no such list."""
+    in ``similarity.csv`` and the report (:mod:`autograder.similarity`), None for no such list and no comparison
+    with ``qkv``'s reference either (``reference.csv``, :mod:`autograder.reference`)."""
 
     limits: sb.Limits = dataclasses.field(default_factory=sb.Limits)
     fixed: tuple[str, ...] = ()
