@@ -16,7 +16,7 @@
 #   "p is right for logits of any size, at any temperature." -> logits of size 1e4 at temperatures 1 and 1e4
 # Classes: each kind of mistake, and the check that catches it.
 #   value -> against the brute-force nucleus (sum_includes_the_token, not_renormalised)
-#   dtype -> float32 in, float32 out (returns_float64); sums in float64 (cast_dropped: logits.double())
+#   dtype -> float32 in, float32 out, sums in float64 (cast_dropped: the final .to(logits.dtype), logits.double())
 #   device -> n/a: every tensor comes from logits by sorting, summing and masking
 #   pass-through -> temperature reaches the softmax (temperature_ignored)
 #   state -> logits unchanged after a call (divided_in_place)

@@ -21,7 +21,7 @@
 #   "and X itself is left as it was." -> X unchanged after forward
 # Classes: each kind of mistake, and the check that catches it.
 #   value -> rows up to 999 against Python's math (exponent_j_over_d, sin_cos_swapped)
-#   dtype -> P's dtype; 64- and 16-bit X kept; d = 12 to 19999 (no_cast, float32_angles, float32_dtype@...)
+#   dtype -> P's dtype; 64- and 16-bit X kept; d = 12 to 19999 (cast_dropped, float32_angles, float32_dtype@...)
 #   device -> .to('meta') moves P (plain_attribute)
 #   pass-through -> P of max_len rows for max_len = 30; dropout of p = 0.2 (ignores_max_len, dropout_default_p)
 #   state -> X unchanged after forward (adds_in_place)
