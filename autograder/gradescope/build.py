@@ -1,9 +1,11 @@
 """``make gradescope``: one Gradescope autograder zip per section, ``_build/gradescope/<slug>.zip``.
 
 ``python -m autograder.gradescope.build [--section SLUG]... [--out DIR] [--course DIR] [--tests VIS]
-[--output VIS] [--stdout VIS] [--bubblewrap] [--tampered keep] [--deadline S] [--memory GIB]``
+[--output VIS] [--stdout VIS] [--bubblewrap] [--tampered keep] [--deadline S] [--memory GIB]
+[--full-feedback N [--feedback-window-hours H]]``
 
 Each zip (its layout: :mod:`autograder.gradescope.layout`) holds Gradescope's ``setup.sh`` and ``run_autograder``,
+a README.md that says what to set on Gradescope for the section (:mod:`~.guide`: memory, timeout, visibility),
 the grading core's code (``autograder/`` without the hidden tests' sources, ``course/``, ``lib/qkv``), the
 section's nbgrader course as ``make release`` builds it (its gradebook holds the hidden tests; no source notebook,
 so no solution), the pins (``constraints.txt``) and what to install, and the trained weights and data files the
@@ -23,7 +25,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from autograder.gradescope import layout
+from autograder.gradescope import guide, layout, memory
 from autograder.gradescope.settings import NAME, VISIBILITIES, Settings
 from autograder.nbcourse import Course, GradingError, course_path
 from course.section import Section, section
@@ -89,10 +91,74 @@ def recorded(slug: str) -> dict:
     return seen
 
 
-def requirements() -> list[str]:
-    """What ``setup.sh`` installs with pip (constraints.txt pins each): qkv's dependencies and the grader's."""
+#: What the hidden tests may import that no distribution provides: the course's own code and the tests' helpers.
+OWN_MODULES = {"qkv", "autograder", "course", "solutions", "_common", "_shared"}
+
+
+def hidden_test_packages(sec: Section) -> set[str]:
+    """The distributions that the hidden tests of ``sec`` import beyond the standard library and the course's own
+    code (``hypothesis``, for one: a test that grades with it must find it on Gradescope); a module that no installed
+    distribution provides is a :class:`GradingError` that names it."""
+    import ast
+    import importlib.metadata
+
+    modules: set[str] = set()
+    for path in [*sec.hidden_tests().values(), sec.hidden_common, sec.shared_helpers]:
+        if not path.exists():
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                modules.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules.add(node.module.split(".")[0])
+    third = sorted(m for m in modules if m not in sys.stdlib_module_names and m not in OWN_MODULES)
+    provided = importlib.metadata.packages_distributions()
+    unknown = [m for m in third if m not in provided]
+    if unknown:
+        raise GradingError(f"the hidden tests of {sec.slug} import {unknown}, which no installed distribution provides")
+    return {provided[m][0] for m in third}
+
+
+def requirements(sec: Section | None = None) -> list[str]:
+    """What ``setup.sh`` installs with pip (constraints.txt pins each): qkv's dependencies, the grader's and what the
+    hidden tests of ``sec`` import."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return sorted({*project["dependencies"], *GRADING_PACKAGES})
+    extra = hidden_test_packages(sec) if sec is not None else set()
+    return sorted({*project["dependencies"], *GRADING_PACKAGES, *extra}, key=str.lower)
+
+
+#: The Python the course pins (setup.sh installs ``python3.11``).
+PYTHON = (3, 11)
+
+
+def python_floor(constraints: Path = ROOT / "constraints.txt") -> str:
+    """The oldest ``3.11.x`` that the ``Requires-Python`` of every pinned package installed here accepts (one
+    package's floor is enough to make an older Python 3.11 fail to install the environment: soupsieve 4.1.3 asks
+    for Python 3.11 at patch level 5 or later, newer than Debian 12's (patch 2) and Ubuntu 22.04's (patch 0));
+    raises :class:`GradingError` when no 3.11 release would do."""
+    import importlib.metadata
+
+    from packaging.specifiers import SpecifierSet
+    from packaging.utils import canonicalize_name
+    from packaging.version import Version
+
+    pinned = {}
+    for line in constraints.read_text(encoding="utf-8").splitlines():
+        name, sep, version = line.split("#")[0].strip().partition("==")
+        if sep:
+            pinned[canonicalize_name(name)] = version.strip()
+    floor, why = 0, "none"
+    for dist in importlib.metadata.distributions():
+        name, needs = canonicalize_name(dist.metadata["Name"] or ""), dist.metadata.get("Requires-Python")
+        if name not in pinned or not needs:
+            continue
+        accepted = SpecifierSet(needs)
+        patch = next((p for p in range(100) if Version(f"{PYTHON[0]}.{PYTHON[1]}.{p}") in accepted), None)
+        if patch is None:
+            raise GradingError(f"{name} {pinned[name]} needs Python {needs}: no Python 3.11 installs the pins")
+        if patch > floor:
+            floor, why = patch, f"{name} {dist.version}: Requires-Python {needs}"
+    return f"{PYTHON[0]}.{PYTHON[1]}.{floor}\n# {why}\n"
 
 
 def code_files() -> list[tuple[Path, str]]:
@@ -124,6 +190,14 @@ def course_files(course: Path, slug: str) -> list[tuple[Path, str]]:
     ]
 
 
+def deadline_of(sec: Section, settings: Settings) -> float:
+    """The seconds a notebook of ``sec`` may run: the settings', else the section's ``grading:`` block's, else the
+    grader's default (as ``make grade``)."""
+    from autograder.sandbox import Limits
+
+    return settings.deadline or sec.limits.get("deadline") or Limits().deadline
+
+
 def build(sec: Section, settings: Settings, out: Path = OUT, course: Path | None = None) -> Path:
     """Write ``out/<slug>.zip`` for the section ``sec``; returns its path. ``course``: a built nbgrader course of
     that section alone (default: one built now, as ``make release`` does)."""
@@ -142,7 +216,9 @@ def build(sec: Section, settings: Settings, out: Path = OUT, course: Path | None
         files += [(Path(data["path"]), f"{layout.DATA}/{data['relpath']}") for data in seen["data"]]
         texts = {
             NAME: settings.to_json(),
-            layout.REQUIREMENTS: "\n".join(requirements()) + "\n",
+            layout.README: guide.readme(settings, deadline_of(sec, settings)),
+            layout.REQUIREMENTS: "\n".join(requirements(sec)) + "\n",
+            layout.PYTHON_VERSION: python_floor(),
             layout.DEBIAN: "# Debian packages setup.sh installs for this section\n"
             + "\n".join(sorted(set(debian)))
             + "\n",
@@ -182,6 +258,21 @@ def main(argv=None) -> int:
     parser.add_argument("--tampered", choices=("zero", "keep"), default="zero", help="as make grade --tampered")
     parser.add_argument("--deadline", type=float, default=None, help="seconds per notebook, for every section")
     parser.add_argument("--memory", type=float, default=None, help="GiB of address space, for every section")
+    parser.add_argument(
+        "--full-feedback",
+        type=int,
+        default=None,
+        metavar="N",
+        help="full feedback for a student's first N submissions in each window, scores only after (needs --output "
+        "visible)",
+    )
+    parser.add_argument(
+        "--feedback-window-hours",
+        type=float,
+        default=default.feedback_window_hours,
+        metavar="H",
+        help=f"the window of --full-feedback, in hours (default {default.feedback_window_hours:g})",
+    )
     args = parser.parse_args(argv)
     try:
         chosen = [section(slug) for slug in args.section] if args.section else all_sections()
@@ -204,6 +295,9 @@ def main(argv=None) -> int:
                 deadline=args.deadline,
                 memory_gib=args.memory,
                 train_smoke="" if smoke in ("", "0") else smoke,
+                full_feedback=args.full_feedback,
+                feedback_window_hours=args.feedback_window_hours,
+                container_mb=memory.container_mb(sec.slug),
             )
             path = build(sec, settings, args.out, args.course)
             print(f"[gradescope] {path} ({path.stat().st_size / 2**20:.1f} MiB)", flush=True)

@@ -6,8 +6,10 @@ Gradescope unpacks the zip into ``$AUTOGRADER_ROOT/source`` (``/autograder/sourc
 them::
 
     setup.sh, run_autograder     Gradescope's two scripts
+    README.md                    what to set on Gradescope for the section, TORCH_INDEX_URL (gradescope.guide)
     gradescope.json              the instructor's settings (autograder.gradescope.settings)
     requirements.txt             what grading imports; constraints.txt pins every version
+    python-version.txt           the oldest Python 3.11 that every pinned package accepts (setup.sh checks it)
     debian-packages.txt          the Debian packages the section needs (libseccomp2, a data set's package...)
     code/                        the grading core: autograder/ (without the hidden tests' sources), course/, lib/qkv
     course/                      the section's nbgrader course: nbgrader_config.py, gradebook.db (its hidden tests),
@@ -22,8 +24,9 @@ import os
 from pathlib import Path
 
 ROOT_ENV, DEFAULT_ROOT = "AUTOGRADER_ROOT", "/autograder"
-SETUP, RUN = "setup.sh", "run_autograder"
+SETUP, RUN, README = "setup.sh", "run_autograder", "README.md"
 REQUIREMENTS, CONSTRAINTS, DEBIAN = "requirements.txt", "constraints.txt", "debian-packages.txt"
+PYTHON_VERSION = "python-version.txt"
 CODE, COURSE, TRAINED, DATA = "code", "course", "trained", "data"
 SOURCE, SUBMISSION, RESULTS, VENV = "source", "submission", "results", "venv"
 RESULTS_FILE = "results.json"

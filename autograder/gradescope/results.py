@@ -13,6 +13,11 @@ no line of a cell, so no hidden test's code). Where the instructor shows the out
 (:class:`~.settings.Settings`: by default the score at once and the output after the due date), the output goes in
 an entry of its own, ``<title>: feedback``, worth 0 points, with the later visibility (Gradescope sets visibility
 per entry). Written answers are not tests: a person grades them (the output says how many wait).
+
+Every output is Markdown (``"output_format": "md"``, :mod:`~.markdown`): what a test cell printed, tracebacks
+included, in a code block; our own sentences with the student's text escaped. Where the instructor rations full
+feedback (:mod:`~.ration`), a submission past the allowance gets each test's name and score, and in place of its
+feedback one sentence saying why and when full feedback returns; the feedback itself waits for the due date.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from __future__ import annotations
 import re
 
 from autograder.gradebook import output_text
+from autograder.gradescope import markdown as md
+from autograder.gradescope.ration import Allowance
 from autograder.gradescope.settings import VISIBILITIES, Settings
 
 #: The longest output of one entry (a flood of printing is cut, as in the feedback).
@@ -32,6 +39,8 @@ WHEN = {
     "hidden": "to the course staff only",
     "visible": "at once",
 }
+#: When a rationed submission's feedback is shown (its tests' names and scores are shown as the settings say).
+RATIONED = "after_due_date"
 
 
 def test_cells(release) -> list[tuple[str, str, float]]:
@@ -83,6 +92,13 @@ def notebook_feedback(nb) -> dict[str, str]:
     return found
 
 
+def test_output(status: str, text: str) -> str:
+    """A test's output in Markdown: whether it passed, then what its cell printed (tracebacks included) in a code
+    block."""
+    said = "Passed." if status == "passed" else "Failed."
+    return md.paragraphs(said, "The test cell's output:" if text else "", md.code_block(text) if text else "")
+
+
 def build(
     cells: list[tuple[str, str, float]],
     points: dict[str, float | None],
@@ -92,20 +108,28 @@ def build(
     seconds: float = 0.0,
     extra: dict | None = None,
     score: float | None = None,
+    allowance: Allowance | None = None,
 ) -> dict:
     """The results of one submission: ``cells`` (:func:`test_cells`), each test's ``points`` and ``feedback`` (by
-    grade_id; a missing one scores 0), the ``summary`` for the whole submission; ``score`` the total (default: the
-    tests' sum)."""
-    split = settings.output != settings.tests
+    grade_id: what its cell printed, or :class:`~.markdown.Markdown` to show as it is; a missing one scores 0), the
+    ``summary`` for the whole submission (Markdown); ``score`` the total (default: the tests' sum); ``allowance``
+    whether this submission gets full feedback (None: no rationing)."""
+    rationed = allowance is not None and not allowance.full
+    later = RATIONED if rationed else settings.output
+    split = later != settings.tests
+    pointer = allowance.sentence() if rationed else None
     tests = []
     for gid, title, max_score in cells:
         got = float(points.get(gid) or 0.0)
         status = "passed" if got >= max_score else "failed"
-        text = feedback.get(gid, "") or ("Passed." if status == "passed" else "Failed.")
+        given = feedback.get(gid, "")
+        text = given if isinstance(given, md.Markdown) else test_output(status, given)
         entry = {"name": title, "score": got, "max_score": max_score, "status": status}
         entry["visibility"] = settings.tests
         entry["extra_data"] = {"grade_id": gid}
-        entry["output"] = f"The feedback is in '{title}: feedback', shown {WHEN[settings.output]}." if split else text
+        where = f"The feedback is in '{md.escape(title)}: feedback', shown {WHEN[later]}."
+        entry["output"] = (pointer or where) if split else text
+        entry["output_format"] = md.FORMAT
         tests.append(entry)
         if split:
             tests.append(
@@ -115,24 +139,35 @@ def build(
                     "max_score": 0.0,
                     "status": status,
                     "output": text,
-                    "visibility": settings.output,
+                    "output_format": md.FORMAT,
+                    "visibility": later,
                     "extra_data": {"feedback_of": gid},
                 }
             )
     total = sum(float(points.get(gid) or 0.0) for gid, _, _ in cells) if score is None else float(score)
+    extra = {"assignment": settings.assignment, **(extra or {})}
+    if allowance is not None:
+        extra["feedback"] = allowance.record()
     return {
         "score": total,
         "execution_time": max(0, round(seconds)),
-        "output": summary,
+        "output": md.paragraphs(summary, allowance.summary() if allowance is not None else ""),
+        "output_format": md.FORMAT,
+        "test_output_format": md.FORMAT,
         "stdout_visibility": settings.stdout,
-        "extra_data": {"assignment": settings.assignment, **(extra or {})},
+        "extra_data": extra,
         "tests": tests,
     }
 
 
+def not_graded(why: str) -> md.Markdown:
+    """The output of every test of a submission that could not be graded."""
+    return md.Markdown(f"Not graded: {md.escape(why)}.")
+
+
 def summary_of(status: str, reason: str, score: float, max_score: float, waiting: int) -> str:
-    """The output for the whole submission: the score, the grading core's status and reason (those of
-    ``grades.csv``), and the written answers that wait for a person."""
+    """The output for the whole submission, in Markdown: the score, the grading core's status and reason (those of
+    ``grades.csv``), and the written answers that wait for a person; one paragraph each."""
     points = f"{score:g} of {max_score:g} points"
     lines = [
         {
@@ -143,10 +178,26 @@ def summary_of(status: str, reason: str, score: float, max_score: float, waiting
         }.get(status, f"Not graded ({status}): {points}.")
     ]
     if reason:
-        lines.append(reason[:1].upper() + reason[1:] + ("" if reason.endswith(".") else "."))
+        lines.append(md.escape(reason[:1].upper() + reason[1:] + ("" if reason.endswith(".") else ".")))
     if waiting:
         lines.append(f"{waiting} written answer(s) wait for a person, who grades them apart from these points.")
-    return "\n".join(lines)
+    return md.paragraphs(*lines)
+
+
+#: The fields of results.json at the top (Gradescope's autograder specification).
+TOP_FIELDS = {
+    "score",
+    "execution_time",
+    "output",
+    "output_format",
+    "test_output_format",
+    "test_name_format",
+    "visibility",
+    "stdout_visibility",
+    "extra_data",
+    "tests",
+    "leaderboard",
+}
 
 
 def check_format(data) -> list[str]:
@@ -172,8 +223,14 @@ def check_format(data) -> list[str]:
     for key in ("visibility", "stdout_visibility"):
         if key in data and data[key] not in VISIBILITIES:
             problems.append(f"{key} {data[key]!r} is not one of {VISIBILITIES}")
+    for key in ("output_format", "test_output_format", "test_name_format"):
+        if key in data and data[key] not in md.FORMATS:
+            problems.append(f"{key} {data[key]!r} is not one of {md.FORMATS}")
     if "extra_data" in data and not isinstance(data["extra_data"], dict):
         problems.append("extra_data is not an object")
+    unknown = set(data) - TOP_FIELDS
+    if unknown:
+        problems.append(f"fields Gradescope does not know: {sorted(unknown)}")
     if tests is not None and not isinstance(tests, list):
         problems.append("tests is not a list")
     for i, test in enumerate(tests if isinstance(tests, list) else []):
@@ -188,6 +245,9 @@ def check_format(data) -> list[str]:
                 problems.append(f"tests[{i}].{key} is not a string")
         if "status" in test and test["status"] not in ("passed", "failed"):
             problems.append(f"tests[{i}].status {test['status']!r} is not passed or failed")
+        for key in ("output_format", "name_format"):
+            if key in test and test[key] not in md.FORMATS:
+                problems.append(f"tests[{i}].{key} {test[key]!r} is not one of {md.FORMATS}")
         if "visibility" in test and test["visibility"] not in VISIBILITIES:
             problems.append(f"tests[{i}].visibility {test['visibility']!r} is not one of {VISIBILITIES}")
         if "extra_data" in test and not isinstance(test["extra_data"], dict):

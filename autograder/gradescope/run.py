@@ -24,7 +24,8 @@ import time
 import traceback
 from pathlib import Path
 
-from autograder.gradescope import layout
+from autograder.gradescope import layout, ration
+from autograder.gradescope import markdown as md
 from autograder.gradescope import results as gs_results
 from autograder.gradescope.settings import NAME, Settings
 from autograder.nbcourse import GradingError, course_path
@@ -97,8 +98,9 @@ def options_of(settings: Settings):
     )
 
 
-def grade(root: Path, settings: Settings, notebook: Path) -> dict:
-    """Grade ``notebook`` with the grading core; Gradescope's results."""
+def grade(root: Path, settings: Settings, notebook: Path, allowance: ration.Allowance | None = None) -> dict:
+    """Grade ``notebook`` with the grading core; Gradescope's results (``allowance``: whether it gets full
+    feedback, None where feedback is not rationed)."""
     import nbformat
 
     from autograder import sandbox as sb
@@ -130,7 +132,9 @@ def grade(root: Path, settings: Settings, notebook: Path) -> dict:
     }
     feedback = gs_results.notebook_feedback(graded)
     seconds = time.monotonic() - started
-    return gs_results.build(cells, result.exercises, feedback, summary, settings, seconds, extra, score=result.score)
+    return gs_results.build(
+        cells, result.exercises, feedback, summary, settings, seconds, extra, score=result.score, allowance=allowance
+    )
 
 
 def not_graded(root: Path, settings: Settings, status: str, why: str) -> dict:
@@ -142,19 +146,67 @@ def not_graded(root: Path, settings: Settings, status: str, why: str) -> dict:
     cells = gs_results.test_cells(release)
     maximum = sum(points for _, _, points in cells)
     summary = gs_results.summary_of(status, why, 0.0, maximum, 0)
-    feedback = {gid: f"Not graded: {why}." for gid, _, _ in cells}
+    feedback = {gid: gs_results.not_graded(why) for gid, _, _ in cells}
     return gs_results.build(cells, {}, feedback, summary, settings, 0.0, {"status": status, "reason": why})
 
 
 def failed(why: str) -> dict:
     """The results when the autograder itself could not run (no settings, a broken course): zero, and why."""
+    said = md.code_block(why) if "\n" in why else md.escape(why)
     return {
         "score": 0.0,
-        "output": f"The autograder could not grade this submission: {why}\nThis is a problem of the autograder, "
-        "not of your notebook; your instructor sees this run's log.",
+        "output": md.paragraphs(
+            "The autograder could not grade this submission:",
+            said,
+            "This is a problem of the autograder, not of your notebook; your instructor sees this run's log.",
+        ),
+        "output_format": md.FORMAT,
         "extra_data": {"status": "autograder error", "reason": why},
         "tests": [],
     }
+
+
+def allowance_of(root: Path, settings: Settings) -> ration.Allowance | None:
+    """Whether this submission gets full feedback, from Gradescope's metadata (None: feedback is not rationed);
+    the log says what the decision rests on."""
+    if settings.full_feedback is None:
+        return None
+    metadata, problem = ration.read_metadata(root / ration.METADATA)
+    got = ration.allowance(metadata, settings.full_feedback, settings.feedback_window_hours, problem)
+    said = "full feedback" if got.full else f"scores only until {ration.when(got.returns)}"
+    said += f" ({got.used} of {got.limit} full-feedback submissions in {got.window()} before this one)"
+    if got.problem:
+        said += f"; {got.problem}, so full feedback"
+    if got.note:
+        said += f"; {got.note}"
+    print(f"run_autograder: {said}", flush=True)
+    return got
+
+
+def container_limit() -> int | None:
+    """The memory limit of this container in bytes (cgroup v2 or v1), None where there is none or it is unknown."""
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 2**60:
+            return int(text)
+        return None
+    return None
+
+
+def check_memory(settings: Settings) -> None:
+    """Say in the log when this container has less memory than the section needs (``settings.container_mb``):
+    grading may then be killed, and Gradescope would say no more than 'Killed'."""
+    limit = container_limit()
+    if limit is not None and limit < settings.container_mb * 10**6:
+        print(
+            f"run_autograder: WARNING: this container has {limit / 10**6:.0f} MB of memory; grading "
+            f"{settings.assignment} needs {settings.container_mb} MB (README.md in the autograder's zip): raise the "
+            "memory in the assignment's Autograder Settings",
+            flush=True,
+        )
 
 
 def write(path: Path, data: dict) -> None:
@@ -175,7 +227,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     root = Path(args.root or layout.root()).resolve()
     out = root / layout.RESULTS / layout.RESULTS_FILE
-    protect([root / layout.SOURCE / layout.COURSE, root / layout.RESULTS, root / layout.SUBMISSION])
+    protect(
+        [root / layout.SOURCE / layout.COURSE, root / layout.RESULTS, root / layout.SUBMISSION, root / ration.METADATA]
+    )
     try:
         settings = Settings.read(root / layout.SOURCE / NAME)
         if settings.train_smoke:
@@ -184,12 +238,13 @@ def main(argv=None) -> int:
             os.environ.pop("QKV_TRAIN_SMOKE", None)
         mode = "in bubblewrap" if settings.bubblewrap else "without bubblewrap (gradescope.json: bubblewrap false)"
         print(f"run_autograder: {settings.assignment}, student code {mode}", flush=True)
+        check_memory(settings)
         notebook, why = find_notebook(root / layout.SUBMISSION, settings.assignment)
         if notebook is None:
             status = "missing"
             data = not_graded(root, settings, status, why)
         else:
-            data = grade(root, settings, notebook)
+            data = grade(root, settings, notebook, allowance_of(root, settings))
             status = data["extra_data"]["status"]
         print(f"run_autograder: {status}, {data['score']:g} points in {data['execution_time']} s", flush=True)
         write(out, data)

@@ -30,7 +30,13 @@ class Settings:
     scores, as ``make grade --tampered``. ``deadline``, ``memory_gib``: limits that hold whatever the section's
     ``grading:`` block says (None: the section's own, else the grader's defaults, as ``make grade``).
     ``train_smoke``: the ``QKV_TRAIN_SMOKE`` the zip's trained weights were made under ("" for real ones; the
-    test suite's zips only)."""
+    test suite's zips only).
+    ``full_feedback``, ``feedback_window_hours``: ration full feedback to the first ``full_feedback`` submissions in
+    any ``feedback_window_hours`` (:mod:`autograder.gradescope.ration`; None: every submission gets it). Rationing
+    is about the feedback students see at once, so it needs ``output`` ``visible``.
+    ``container_mb``: the memory Gradescope's container needs for this section, in MB as Gradescope's autograder
+    settings give it (measured, :mod:`autograder.gradescope.memory`); ``run_autograder``'s log warns when the
+    container has less."""
 
     assignment: str
     tests: str = "visible"
@@ -41,6 +47,9 @@ class Settings:
     deadline: float | None = None
     memory_gib: float | None = None
     train_smoke: str = ""
+    full_feedback: int | None = None
+    feedback_window_hours: float = 24.0
+    container_mb: int = 768
 
     def __post_init__(self) -> None:
         if not isinstance(self.assignment, str) or not self.assignment:
@@ -59,6 +68,23 @@ class Settings:
                 raise GradingError(f"{field} must be a positive number or null, not {value!r}")
         if not isinstance(self.train_smoke, str):
             raise GradingError(f"train_smoke is a string, not {self.train_smoke!r}")
+        if self.full_feedback is not None and (
+            isinstance(self.full_feedback, bool) or not isinstance(self.full_feedback, int) or self.full_feedback < 1
+        ):
+            raise GradingError(
+                f"full_feedback is how many submissions get full feedback in each window, a whole number of at least "
+                f"1 (or null: all of them), not {self.full_feedback!r}"
+            )
+        window = self.feedback_window_hours
+        if isinstance(window, bool) or not isinstance(window, int | float) or window <= 0:
+            raise GradingError(f"feedback_window_hours must be a positive number of hours, not {window!r}")
+        if self.full_feedback is not None and self.output != "visible":
+            raise GradingError(
+                f"full_feedback rations the feedback students see at once, but with output {self.output!r} they see "
+                "none before the due date: build with --output visible as well"
+            )
+        if isinstance(self.container_mb, bool) or not isinstance(self.container_mb, int) or self.container_mb <= 0:
+            raise GradingError(f"container_mb must be a positive whole number of MB, not {self.container_mb!r}")
 
     def to_json(self) -> str:
         """These settings as the text of ``gradescope.json``."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 from autograder.sandbox.common import SandboxUnavailable
 from autograder.sandbox.launch import bwrap_path
@@ -23,11 +24,30 @@ def check_available(bubblewrap: bool = True) -> None:
     except (OSError, subprocess.TimeoutExpired) as err:
         raise SandboxUnavailable(f"bwrap could not run here: {err}. Nothing was graded.") from err
     if done.returncode:
+        said = done.stderr.strip().rstrip(".")
+        if in_chroot():
+            raise SandboxUnavailable(
+                f"bwrap is installed but cannot create a sandbox here: {said}. This process runs in a chroot, where "
+                "the kernel refuses new user namespaces to every process, root included (unshare(2): EPERM): run "
+                "the grader in a container (Docker, systemd-nspawn: they enter their root with pivot_root), or "
+                "without bubblewrap. Nothing was graded."
+            )
         raise SandboxUnavailable(
-            f"bwrap is installed but cannot create a sandbox here: {done.stderr.strip()}. "
+            f"bwrap is installed but cannot create a sandbox here: {said}. "
             "It needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 on older Debian "
             "kernels) or root. Nothing was graded."
         )
+
+
+def in_chroot(mountinfo: Path = Path("/proc/self/mountinfo")) -> bool:
+    """Whether this process runs in a chroot into a folder: then no mount of its ``mountinfo`` sits at ``/``, since
+    the mount that holds its root lies outside it (a container entered with pivot_root has one there); False when
+    that cannot be read."""
+    try:
+        lines = Path(mountinfo).read_text().splitlines()
+    except OSError:
+        return False
+    return bool(lines) and all(len(line.split()) > 4 and line.split()[4] != "/" for line in lines)
 
 
 def check_unwrapped() -> None:

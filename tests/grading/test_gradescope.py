@@ -101,7 +101,7 @@ def test_by_default_scores_show_at_once_and_feedback_after_the_due_date():
 def test_the_same_visibility_for_both_keeps_the_feedback_in_the_test():
     data = scored(Settings(SLUG, tests="after_published", output="after_published", stdout="visible"))
     assert gs_results.check_format(data) == [] and len(data["tests"]) == 3
-    assert data["tests"][1]["output"].endswith("hint: fill with -1e6")
+    assert data["tests"][1]["output"].endswith("hint: fill with -1e6\n```")  # Markdown: in a code block
     assert {t["visibility"] for t in data["tests"]} == {"after_published"} and data["stdout_visibility"] == "visible"
 
 
@@ -191,7 +191,8 @@ def test_the_scripts_use_the_zips_names_and_parse():
     for name in (f"{layout.CODE}/lib", layout.TRAINED, layout.DATA, layout.VENV, "autograder.gradescope.run"):
         assert name in run, name
     assert "AUTOGRADER_ROOT:-/autograder" in setup and "AUTOGRADER_ROOT:-/autograder" in run
-    assert "download.pytorch.org/whl/cpu" in setup  # PyTorch's CPU build, at constraints.txt's version
+    assert "download.pytorch.org/whl/cpu" in setup and "TORCH_INDEX_URL" in setup  # tests/unit: test_gradescope_setup
+    assert layout.PYTHON_VERSION in setup
     for script in (setup, run):
         assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
     assert {"torch", "nbgrader", "pyseccomp", "jupytext"} <= set(gs_build.requirements())
@@ -213,6 +214,7 @@ def test_the_zip_holds_the_grading_core_and_the_course_but_no_answer(zip_path, t
         modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
         settings = json.loads(archive.read("gradescope.json"))
     assert {layout.SETUP, layout.RUN, "gradescope.json", "constraints.txt", "requirements.txt"} <= set(names)
+    assert {layout.README, layout.PYTHON_VERSION} <= set(names)
     assert modes[layout.RUN] & 0o111 and modes[layout.SETUP] & 0o111
     assert f"{layout.COURSE}/gradebook.db" in names and f"{layout.COURSE}/release/{SLUG}/{SLUG}.ipynb" in names
     assert "code/autograder/grading/cli.py" in names and "code/lib/qkv/checks.py" in names
@@ -335,7 +337,7 @@ def test_run_autograder_scores_each_notebook_as_make_grade_does(autograder_root,
         if student == "unanswered":
             assert "Exercise 1 (attention_pooling) is not written yet" in feedback["test_attention_pooling"]
         if student == "tampered":
-            assert data["score"] == 0 and "test_sharp_similarity (source changed)" in data["output"]
+            assert data["score"] == 0 and r"test\_sharp\_similarity (source changed)" in data["output"]  # Markdown
         if student in ("solved", "colab_saved", "jupytext"):
             assert data["score"] == 8.0 and "2 written answer(s) wait for a person" in data["output"], student
             assert data["extra_data"]["reason"] == "", student
@@ -346,7 +348,7 @@ def test_run_autograder_scores_each_notebook_as_make_grade_does(autograder_root,
 def test_a_submission_without_one_readable_notebook_gets_results_that_say_so(autograder_root):
     none, _, _ = run_autograder(autograder_root, {"answers.py": "print(1)\n"})
     assert none["score"] == 0 and none["extra_data"]["status"] == "missing"
-    assert none["output"].startswith("Not graded (missing): 0 of 8 points.\nNo notebook (.ipynb file) in the ")
+    assert none["output"].startswith("Not graded (missing): 0 of 8 points.\n\nNo notebook (.ipynb file) in the ")
     assert "(found: answers.py)" in none["output"]
     assert [t["score"] for t in none["tests"]] == [0.0] * 8 and sum(t["max_score"] for t in none["tests"]) == 8
     two, _, _ = run_autograder(autograder_root, {"a.ipynb": "{}", "b.ipynb": "{}"})
