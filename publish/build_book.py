@@ -39,6 +39,7 @@ from publish import execute
 from publish.vendor import mathjax_dir
 from qkv._lock import acquire
 from qkv.widgets import BOOK_BUILD_ENV
+from qkv.widgets import _live as live
 
 ROOT = nbs.ROOT
 EDITIONS = ("student", "solutions")
@@ -166,6 +167,9 @@ def _build(edition: str, strict: bool, out: Path, quiet: bool, transform: Transf
     if result.returncode:
         raise SystemExit(f"[book] jupyter-book failed with exit code {result.returncode}; see the log above")
     html = out / "_build" / "html"
+    refreshed = live.refresh_book(html)  # the explorers' current modules, whatever the execution cache holds
+    if refreshed:
+        print(f"[book] {len(refreshed)} page(s) given their explorers' current JavaScript", flush=True)
     if transform is None:
         write_downloads(html)
     print(f"[book] {edition} edition built in {time.perf_counter() - t0:.0f} s: open {html / 'index.html'}")

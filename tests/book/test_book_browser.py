@@ -4,7 +4,11 @@ Every page of the table of contents must load with no console error, no failed r
 leaves the book (the book reads offline); its equations must be typeset; each section must show the figures
 its executed notebook drew; the sidebar must reach every page; the download and launch buttons must be
 there; and no answer from ``solutions/`` and no hidden test may appear anywhere in the student edition.
-A full-page screenshot of each page is kept under ``_build/screenshots/student/`` for review.
+In the same visit each page is audited with axe-core in the theme's light and dark colour modes (no serious or
+critical violation in what the course owns; the theme's own are listed in ``axe_theme_known.toml``) and read at a
+phone's width, 390 px (the page itself never scrolls sideways; figures are scaled to fit): ``tests/support/a11y.py``.
+A full-page screenshot of each page is kept under ``_build/screenshots/student/`` for review, and of a few pages at
+a phone's width under ``_build/screenshots/student/phone/``.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from course import notebooks as nbs
 from course.section import sections
 from course.student_notebook import differences, student_notebook
 from publish import colab
-from tests.support import browser, once
+from tests.support import a11y, browser, once
 
 pytestmark = pytest.mark.browser
 
@@ -38,6 +42,15 @@ PAGES = nbs.toc_files()  # "book/intro", ... in reading order
 SECTIONS = {f"book/{s.slug}": s for s in sections()}  # the graded sections
 NOTEBOOK_PAGES = [name for name in PAGES if nbs.is_notebook_source(ROOT / f"{name}.md")]
 SCREENSHOTS = ROOT / "_build" / "screenshots" / "student"
+PHONE_SCREENSHOTS = SCREENSHOTS / "phone"
+#: The pages photographed at a phone's width too (every page is measured there): the chapter's overview and three
+#: sections dense with display equations, tables and code (11.3, 11.7, 11.9).
+PHONE_SHOTS = (
+    "book/chapter-at-a-glance",
+    "book/attention-scoring-functions",
+    "book/transformer",
+    "book/large-pretraining-transformers",
+)
 GLANCE_SECTION = "at-a-glance"  # the id Sphinx gives the "## At a glance" heading's section
 SITE_TEXT_SUFFIXES = (".html", ".ipynb", ".md", ".txt", ".js")  # what a reader can read or download
 MIN_NEEDLE = 16  # answer lines shorter than this (``return x``) are not distinctive
@@ -92,6 +105,7 @@ class PageReport:
     visit: browser.Visit
     info: dict
     screenshot: Path
+    access: dict  # axe-core's audit in each colour mode and the phone-width layout (tests.support.a11y.inspect)
 
 
 def _html_path(name: str) -> str:
@@ -143,10 +157,26 @@ _BASE = "{served book}/"
 
 
 @pytest.fixture(scope="session")
-def pages(reader, student_html):
-    """A function from a toc name to its PageReport: each page is opened once per session (lazily), inspected and
-    photographed, by whichever worker asks first (:func:`tests.support.once.build_once`); the other reads the
-    report it stored. (The browser tests of one page run on one worker, but the sidebar test follows every page.)"""
+def known_theme_violations() -> list[a11y.Known]:
+    """The theme's own accessibility violations (``tests/book/axe_theme_known.toml``), checked."""
+    return a11y.load_known()
+
+
+@pytest.fixture(scope="session")
+def axe_js() -> str:
+    """The pinned axe-core's ``axe.min.js`` (``publish/vendor.py``: fetched with npm into the vendor cache once)."""
+    try:
+        return a11y.axe_source()
+    except SystemExit as err:
+        pytest.fail(f"axe-core is not available: {err}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def pages(reader, student_html, known_theme_violations, axe_js):
+    """A function from a toc name to its PageReport: each page is opened once per session (lazily), inspected,
+    audited for accessibility in both colour modes, measured at a phone's width and photographed, by whichever
+    worker asks first (:func:`tests.support.once.build_once`); the other reads the report it stored. (The browser
+    tests of one page run on one worker, but the sidebar test follows every page.)"""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     cache: dict[str, PageReport] = {}
     book = once.digest(student_html / "searchindex.js", extra=os.environ.get("QKV_TEST_SESSION", ""))
@@ -156,9 +186,11 @@ def pages(reader, student_html):
         try:
             info = page.evaluate(_COLLECT_JS)
             page.screenshot(path=str(SCREENSHOTS / f"{Path(name).name}.png"), full_page=True)
+            phone_shot = PHONE_SCREENSHOTS / f"{Path(name).name}.png" if name in PHONE_SHOTS else None
+            access = a11y.inspect(page, axe_js, known_theme_violations, phone_shot)
         finally:
             page.context.close()
-        text = json.dumps({"visit": dataclasses.asdict(visit), "info": info})
+        text = json.dumps({"visit": dataclasses.asdict(visit), "info": info, "access": access})
         (folder / "report.json").write_text(text.replace(reader.base_url, _BASE))
 
     def report(name: str) -> PageReport:
@@ -166,7 +198,7 @@ def pages(reader, student_html):
             folder = once.build_once("page-" + name.replace("/", "-"), book, lambda f: produce(name, f))
             stored = json.loads((folder / "report.json").read_text().replace(_BASE, reader.base_url))
             shot = SCREENSHOTS / f"{Path(name).name}.png"
-            cache[name] = PageReport(name, browser.Visit(**stored["visit"]), stored["info"], shot)
+            cache[name] = PageReport(name, browser.Visit(**stored["visit"]), stored["info"], shot, stored["access"])
         return cache[name]
 
     return report
@@ -275,6 +307,50 @@ def test_every_figure_has_alt_text(pages, name):
     figures = pages(name).info["figures"]
     bad = [f"{f['src']} (alt {f['alt']!r}) in {f['sections'][:1]}" for f in figures if not _useful_alt(f["alt"])]
     assert not bad, f"{name}: figures without useful alt text (the cell's mystnb: image: alt:):\n" + "\n".join(bad)
+
+
+# --- pages every reader can use ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_no_serious_accessibility_violation_in_what_the_course_owns(pages, known_theme_violations, name):
+    report = pages(name)
+    problems = a11y.owned_problems(report.access, known_theme_violations)
+    assert not problems, (
+        f"{name}: serious or critical accessibility violations (axe-core {a11y.axe_version(report.access)}) in "
+        f"what the course owns; fix them, or, if the theme or an extension writes that markup, add an entry with its "
+        f"upstream issue to {a11y.KNOWN_FILE.relative_to(ROOT)}:\n  " + "\n  ".join(problems)
+    )
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_fits_a_phone_screen(pages, name):
+    phone = pages(name).access["phone"]
+    assert phone["scrollWidth"] <= phone["width"], (
+        f"{name}: at {phone['width']} px wide the page is {phone['scrollWidth']} px wide, so a phone scrolls the "
+        "whole page sideways; give what sticks out a box of its own that scrolls (overflow-x: auto) or let it wrap "
+        "(book/_assets/course.css):\n  " + "\n  ".join(phone["sticking"])
+    )
+    assert not phone["unscaled"], f"{name}: figures wider than their column at {phone['width']} px: {phone['unscaled']}"
+    if name in SECTIONS:
+        assert phone["figures"] > 0, f"{name}: no figure measured at a phone's width: did the page change its markup?"
+
+
+def test_every_known_theme_violation_is_still_there(pages, known_theme_violations):
+    used = set().union(*(a11y.known_used(pages(name).access) for name in PAGES))
+    stale = [f"{k.rule} on {k.selector} ({k.owner})" for i, k in enumerate(known_theme_violations) if i not in used]
+    assert not stale, (
+        f"entries of {a11y.KNOWN_FILE.relative_to(ROOT)} that no page of the book needs any more (fixed upstream, "
+        "or the markup changed): delete them, so that the list only holds what is still there:\n  " + "\n  ".join(stale)
+    )
+
+
+@pytest.mark.parametrize("name", PHONE_SHOTS)
+def test_phone_screenshot_is_kept_for_review(pages, name):
+    shot = PHONE_SCREENSHOTS / f"{Path(pages(name).name).name}.png"
+    assert shot.exists() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"no PNG screenshot at {shot}"
+    width = int.from_bytes(shot.read_bytes()[16:20], "big")
+    assert width == a11y.PHONE[0], f"{shot}: {width} px wide, not a phone's {a11y.PHONE[0]} px"
 
 
 # --- navigation --------------------------------------------------------------------------------------------------
@@ -487,3 +563,104 @@ def test_reader_blocks_and_reports_everything_a_broken_page_does(tiny_site):
     problems = "\n".join(visit.problems())
     for expected in ("cdn.example.org", "missing.png", "boom", "kaput"):
         assert expected in problems, f"{expected!r} not in the report:\n{problems}"
+
+
+# --- the accessibility and phone checks themselves: what they report on pages made to fail them ------------------
+
+_PIXEL = "data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7"  # one grey pixel
+_PLAIN = (
+    "<!doctype html><html lang='en'><head><meta name='viewport' content='width=device-width'><title>{title}</title>"
+)
+_THEME_SEARCH = (  # pydata-sphinx-theme's search button, as it writes it
+    "<button class='btn search-button-field search-button__button' aria-label='Search'>"
+    "<span class='search-button__default-text'>Search</span>"
+    "<span class='search-button__kbd-shortcut'><kbd>Ctrl</kbd>+<kbd>K</kbd></span></button>"
+)
+
+
+@pytest.fixture(scope="module")
+def a11y_site(chromium, tmp_path_factory):
+    """Pages that fail the checks on purpose, and one that passes them."""
+    site = tmp_path_factory.mktemp("a11y-site")
+    (site / "mixed.html").write_text(
+        _PLAIN.format(title="Mixed")
+        + "</head><body><header>"
+        + _THEME_SEARCH
+        + "</header><main><h1>Mixed</h1>"
+        # the same rule as the theme's button, on a button of the page's own: still the course's to fix
+        + "<button class='explorer-reset' aria-label='Reset'>Start again</button>"
+        + f"<img src='{_PIXEL}' width='20' height='20'></main></body></html>"
+    )
+    (site / "wide.html").write_text(
+        _PLAIN.format(title="Wide")
+        + "</head><body><main><h1>Wide</h1><p><code style='white-space: nowrap'>"
+        + "torch.nn.functional.scaled_dot_product_attention" * 3
+        + f"</code></p><div><img alt='a figure drawn wider than a phone' src='{_PIXEL}'"
+        + " style='width: 700px; height: 10px'></div></main></body></html>"
+    )
+    (site / "narrow.html").write_text(
+        _PLAIN.format(title="Narrow")
+        + "<style>img { max-width: 100%; }</style></head><body><main><h1>Narrow</h1>"
+        + "<pre tabindex='0' style='overflow-x: auto'>"
+        + "x = 1  # a long line of code scrolls inside its own box " * 4
+        + "</pre><img alt='a figure scaled down to the width of a phone' width='900' height='10' "
+        + f"src='{_PIXEL}'></main></body></html>"
+    )
+    with browser.Reader(site, browser=chromium) as reader:
+        yield reader
+
+
+@pytest.fixture(scope="module")
+def theme_search_known() -> list[a11y.Known]:
+    entries = [k for k in a11y.load_known() if "search-button__button" in k.selector]
+    assert len(entries) == 1, "axe_theme_known.toml lists the theme's search button once"
+    return entries
+
+
+def test_axe_tells_the_themes_known_violation_from_the_courses_own(a11y_site, axe_js, theme_search_known):
+    page, _ = a11y_site.open("mixed.html")
+    try:
+        result = a11y.audit(page, axe_js, theme_search_known)
+    finally:
+        page.context.close()
+    report = {"axe": {"light": result}}
+    problems = "\n".join(a11y.owned_problems(report, theme_search_known))
+    assert "explorer-reset" in problems and "label-content-name-mismatch" in problems, problems
+    assert "image-alt" in problems, problems  # critical: an image with no text alternative
+    assert "search-button__button" not in problems, problems
+    assert a11y.counts(report)["light"]["known"] == 1 and a11y.known_used(report) == {0}
+
+
+def test_a_known_entry_with_a_bad_selector_is_reported(a11y_site, axe_js):
+    page, _ = a11y_site.open("mixed.html")
+    try:
+        bad = [a11y.Known("label-content-name-mismatch", "button[aria-label=", "x", "none", "x")]
+        result = a11y.audit(page, axe_js, bad)
+    finally:
+        page.context.close()
+    assert result["badSelectors"] == ["button[aria-label="]
+    assert any("not valid CSS" in line for line in a11y.owned_problems({"axe": {"light": result}}, bad))
+
+
+def test_phone_layout_names_what_widens_the_page_and_the_unscaled_figure(a11y_site):
+    page, _ = a11y_site.open("wide.html")
+    try:
+        phone = a11y.phone_layout(page)
+    finally:
+        page.context.close()
+    assert 0 < phone["width"] <= a11y.PHONE[0]
+    assert phone["scrollWidth"] > phone["width"]
+    assert any(line.startswith("code") for line in phone["sticking"]), phone["sticking"]
+    assert phone["figures"] == 1 and len(phone["unscaled"]) == 1, phone
+
+
+def test_phone_layout_accepts_code_that_scrolls_in_its_box_and_a_scaled_figure(a11y_site):
+    page, _ = a11y_site.open("narrow.html")
+    try:
+        phone = a11y.phone_layout(page)
+        with pytest.raises(RuntimeError, match="no colour-mode button"):
+            a11y.set_theme(page, "dark")
+    finally:
+        page.context.close()
+    assert phone["scrollWidth"] <= phone["width"] and phone["sticking"] == [], phone
+    assert phone["figures"] == 1 and phone["unscaled"] == [], phone

@@ -17,6 +17,11 @@ settings instead and returns that matplotlib ``Figure``, so the printed page
 shows what the sliders would. End the explorer's cell *without* a ``;``: a
 trailing semicolon hides the widget.
 
+The explorers that are pure arithmetic are *live* (:mod:`qkv.widgets._live`):
+one JavaScript module each, under ``js/``, that runs as an anywidget widget in
+Jupyter and in the built book's page alike, where it replaces the static
+figure as soon as it has drawn.
+
 This module holds what every explorer shares: :data:`BOOK_BUILD_ENV` and
 :func:`static_mode` (is the book being built?), :func:`ipywidgets_or_none`
 (ipywidgets, or None for a static figure) and :func:`static_figure`. It

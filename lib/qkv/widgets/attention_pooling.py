@@ -1,11 +1,14 @@
 """Interactive explorer of D2L 11.2, "Attention Pooling by Similarity" (``book/attention-pooling.md``):
 Nadaraya-Watson regression with a kernel menu and a width slider.
 
-:func:`nadaraya_watson_explorer` returns the sliders in Jupyter and the
-static :func:`nadaraya_watson_grid` in the book (see :mod:`qkv.widgets`). What
-it draws is computed by the pure function :func:`fit_curve` (an estimate on a
-grid and its leave-one-out loss), tested on its own. Shape letters are those
-of the glossary in :mod:`qkv`.
+:func:`nadaraya_watson_explorer` is a live explorer (:mod:`qkv.widgets._live`):
+the module ``js/nadaraya_watson.js`` draws it, in JupyterLab and in the book,
+from :func:`nadaraya_watson_data` (the training points), and recomputes the
+estimate and its leave-one-out loss in the page as the kernel and the width
+change, as :func:`fit_curve` does here (an estimate on a grid and its
+leave-one-out loss, tested on its own). The static
+:func:`nadaraya_watson_grid` stays for print and readers without JavaScript.
+Shape letters are those of the glossary in :mod:`qkv`.
 """
 
 from __future__ import annotations
@@ -18,12 +21,26 @@ import torch
 
 from qkv import nadaraya_watson as nw
 from qkv.plotting import use_svg_display
-from qkv.widgets import ipywidgets_or_none, static_figure
+from qkv.widgets import _live as live
 
-__all__ = ["KERNEL_NAMES", "Fit", "fit_curve", "nadaraya_watson_grid", "nadaraya_watson_explorer"]
+__all__ = [
+    "KERNEL_NAMES",
+    "LOG_SIGMA",
+    "NUM_POINTS",
+    "Fit",
+    "fit_curve",
+    "query_grid",
+    "nadaraya_watson_grid",
+    "nadaraya_watson_data",
+    "nadaraya_watson_explorer",
+]
 
 #: The kernels offered by the regression explorer, by the names :func:`qkv.nadaraya_watson.nadaraya_watson` accepts.
 KERNEL_NAMES = ("gaussian", "boxcar", "constant", "epanechnikov")
+#: The explorer's width slider, in log10 sigma: from 0.01 to 10 in steps of 0.02 (151 stops).
+LOG_SIGMA = {"min": -2.0, "max": 1.0, "step": 0.02}
+#: The number of queries on the explorer's grid.
+NUM_POINTS = 200
 
 
 class Fit(NamedTuple):
@@ -53,20 +70,25 @@ def _regression_data(x_train, y_train) -> tuple[torch.Tensor, torch.Tensor]:
     return x_train, y_train
 
 
-def fit_curve(x_train, y_train, kernel="gaussian", sigma: float = 1.0, num_points: int = 200) -> Fit:
-    """The Nadaraya-Watson estimate on a grid, and its leave-one-out loss (D2L 11.2).
-
-    The grid has ``num_points`` even steps from 5% of the data's range below
-    its smallest input to 5% above its largest. Everything is computed in
-    float64 with :func:`qkv.nadaraya_watson.nadaraya_watson` and
-    :func:`qkv.nadaraya_watson.loo_loss`; ``kernel`` is a name or a function.
-    """
-    x_train, y_train = _regression_data(x_train, y_train)
+def query_grid(x_train: torch.Tensor, num_points: int = NUM_POINTS) -> torch.Tensor:
+    """The explorer's queries, shape (Q,) = (``num_points``,), float64: even steps from 5% of the data's range below
+    its smallest input to 5% above its largest (half a unit either side if all inputs are equal)."""
     if num_points < 2:
         raise ValueError(f"num_points must be at least 2 to draw a curve, got {num_points}")
     lo, hi = float(x_train.min()), float(x_train.max())
     pad = 0.05 * (hi - lo) if hi > lo else 0.5
-    grid = torch.linspace(lo - pad, hi + pad, num_points, dtype=torch.float64)  # (Q,) queries
+    return torch.linspace(lo - pad, hi + pad, num_points, dtype=torch.float64)  # (Q,) queries
+
+
+def fit_curve(x_train, y_train, kernel="gaussian", sigma: float = 1.0, num_points: int = NUM_POINTS) -> Fit:
+    """The Nadaraya-Watson estimate on a grid, and its leave-one-out loss (D2L 11.2).
+
+    The grid is :func:`query_grid`. Everything is computed in float64 with
+    :func:`qkv.nadaraya_watson.nadaraya_watson` and
+    :func:`qkv.nadaraya_watson.loo_loss`; ``kernel`` is a name or a function.
+    """
+    x_train, y_train = _regression_data(x_train, y_train)
+    grid = query_grid(x_train, num_points)  # (Q,)
     y_hat, _ = nw.nadaraya_watson(x_train, y_train, grid, kernel, sigma)  # (K,), (K,), (Q,) -> (Q,)
     return Fit(grid, y_hat, nw.loo_loss(x_train, y_train, kernel, sigma))
 
@@ -129,37 +151,48 @@ def nadaraya_watson_grid(
     return fig
 
 
+def nadaraya_watson_data(x_train=None, y_train=None, *, truth: Callable | None = nw.f) -> dict:
+    """What ``js/nadaraya_watson.js`` draws from, as JSON values (D2L 11.2).
+
+    The training points in float64 (D2L 11.2.1's 40 noisy points of
+    ``2 sin x + x``, seed 0, when none are given), the queries of
+    :func:`query_grid` and ``truth`` on them (None to leave it out), the
+    kernels of the menu and the width slider's range (:data:`LOG_SIGMA`). The
+    page computes the estimate and the leave-one-out loss itself, as
+    :func:`fit_curve` does. (The grid is data: ``torch.linspace`` rounds its
+    last bits by the CPU's vector width, and a boxcar kernel's edge can turn on
+    such a bit.)
+    """
+    x_train, y_train = _regression_data(x_train, y_train)
+    grid = query_grid(x_train, NUM_POINTS)  # (Q,)
+    return {
+        "x": x_train.tolist(),
+        "y": y_train.tolist(),
+        "grid": grid.tolist(),
+        "truth": None if truth is None else torch.as_tensor(truth(grid)).detach().to(torch.float64).tolist(),
+        "kernels": list(KERNEL_NAMES),
+        "log_sigma": dict(LOG_SIGMA),
+    }
+
+
 def nadaraya_watson_explorer(x_train=None, y_train=None, *, truth: Callable | None = nw.f):
     """Explore Nadaraya-Watson regression: a kernel menu and a width slider on a log scale (D2L 11.2).
 
     Each change redraws the estimate, the true function ``truth`` and the
-    training points, with the leave-one-out loss in the title. With no data,
-    D2L 11.2.1's 40 noisy points of ``2 sin x + x`` (seed 0) are used.
+    training points, with the leave-one-out loss in the title and in a line of
+    text. With no data, D2L 11.2.1's 40 noisy points of ``2 sin x + x`` (seed 0) are used.
 
     Returns:
-        In Jupyter, an ``ipywidgets.interactive`` panel (its ``result`` is the
-        latest figure). During the book build (:func:`qkv.widgets.static_mode`), or without
-        ipywidgets, the static :func:`nadaraya_watson_grid` figure instead.
+        In Jupyter, a live widget (``js/nadaraya_watson.js``; its traitlets ``kernel`` and ``sigma`` are the
+        controls). During the book build (:func:`qkv.widgets.static_mode`), the same explorer for the page, after
+        the static :func:`nadaraya_watson_grid` that it replaces; without anywidget, that figure alone
+        (:mod:`qkv.widgets._live`).
     """
     x_train, y_train = _regression_data(x_train, y_train)
-    widgets = ipywidgets_or_none()
-    if widgets is None:
-        return static_figure(nadaraya_watson_grid(x_train, y_train, truth=truth))
-    last = {"fig": None}
-
-    def draw(kernel, sigma):
-        if last["fig"] is not None:  # Jupyter has shown and closed it already; elsewhere, free it
-            plt.close(last["fig"])
-        fig, ax = plt.subplots(figsize=(6.5, 3.6))
-        _draw_fit(ax, x_train, y_train, kernel, sigma, truth)
-        ax.set_xlabel("x")
-        ax.legend(fontsize=8, loc="upper left")
-        fig.tight_layout()
-        last["fig"] = fig
-        return fig
-
-    kernel = widgets.Dropdown(options=list(KERNEL_NAMES), value="gaussian", description="kernel")
-    sigma = widgets.FloatLogSlider(
-        value=0.5, base=10, min=-2, max=1, step=0.02, description="sigma", readout_format=".3f", continuous_update=False
+    return live.explorer(
+        "nadaraya_watson",
+        data=lambda: nadaraya_watson_data(x_train, y_train, truth=truth),
+        settings={"kernel": "gaussian", "sigma": 0.5},
+        static=lambda: nadaraya_watson_grid(x_train, y_train, truth=truth),
+        label="Nadaraya-Watson explorer: choose a kernel and its width sigma",
     )
-    return widgets.interactive(draw, kernel=kernel, sigma=sigma)

@@ -1,11 +1,15 @@
 """Interactive explorer of D2L 11.3, "Attention Scoring Functions" (``book/attention-scoring-functions.md``):
 why dot products are divided by sqrt(d), with a slider for d and a scaling toggle.
 
-:func:`softmax_scaling_explorer` returns the controls in Jupyter and the
-static :func:`softmax_scaling_grid` in the book (see :mod:`qkv.widgets`). What
-it draws is computed by pure functions, tested on their own:
-:func:`attention_weight_samples` and :func:`softmax_entropy` (the weights of
-random queries over random keys and how spread out they are), and
+:func:`softmax_scaling_explorer` is a live explorer (:mod:`qkv.widgets._live`):
+the module ``js/softmax_scaling.js`` draws it, in JupyterLab and in the book,
+from :func:`softmax_scaling_data`, and recomputes the weights and their
+entropy in the page as d and the scaling change; the static
+:func:`softmax_scaling_grid` stays for print and readers without JavaScript.
+What it draws is computed by pure functions, tested on their own:
+:func:`attention_score_samples`, :func:`attention_weight_samples` and
+:func:`softmax_entropy` (the dot products and weights of random queries over
+random keys, and how spread out the weights are), and
 :func:`softmax_entropy_vs_dim`, which section 11.3 also uses for its figure on
 softmax saturation. Shape letters are those of the glossary in :mod:`qkv`
 (here ``B`` counts independent random trials).
@@ -21,14 +25,16 @@ import torch
 
 from qkv._validate import positive_int
 from qkv.plotting import use_svg_display
-from qkv.widgets import ipywidgets_or_none, static_figure
+from qkv.widgets import _live as live
 
 __all__ = [
     "CURVE_TRIALS",
+    "attention_score_samples",
     "attention_weight_samples",
     "softmax_entropy",
     "softmax_entropy_vs_dim",
     "softmax_scaling_grid",
+    "softmax_scaling_data",
     "softmax_scaling_explorer",
 ]
 
@@ -36,15 +42,13 @@ __all__ = [
 CURVE_TRIALS = 200
 
 
-def attention_weight_samples(d: int, scaled: bool, num_keys: int = 16, trials: int = 1, seed: int = 0):
-    """Softmax attention weights of random queries over random keys (D2L 11.3.1).
+def attention_score_samples(d: int, num_keys: int = 16, trials: int = 1, seed: int = 0) -> torch.Tensor:
+    """Unscaled dot products of random queries with random keys, shape (B, K), float64 (D2L 11.3.1).
 
     A generator seeded with ``seed`` draws the queries, shape (B, 1, d) with
     B = ``trials``, and then the keys, shape (B, K, d) with K = ``num_keys``,
-    all entries independent standard normals in float64. The scores are the
-    dot products, divided by ``sqrt(d)`` when ``scaled``; each trial's softmax
-    over its K keys is returned, shape (B, K). The same seed gives the same
-    draws whether scaled or not, so the two settings differ only by the scale.
+    all entries independent standard normals in float64; each score is a
+    query's dot product with one of its keys (variance d).
     """
     d = positive_int(d, "d")
     num_keys = positive_int(num_keys, "num_keys")
@@ -52,7 +56,18 @@ def attention_weight_samples(d: int, scaled: bool, num_keys: int = 16, trials: i
     generator = torch.Generator().manual_seed(seed)
     queries = torch.randn(trials, 1, d, generator=generator, dtype=torch.float64)  # (B, 1, d)
     keys = torch.randn(trials, num_keys, d, generator=generator, dtype=torch.float64)  # (B, K, d)
-    scores = (queries @ keys.transpose(1, 2)).squeeze(1)  # (B, 1, d) @ (B, d, K) -> (B, 1, K) -> (B, K)
+    return (queries @ keys.transpose(1, 2)).squeeze(1)  # (B, 1, d) @ (B, d, K) -> (B, 1, K) -> (B, K)
+
+
+def attention_weight_samples(d: int, scaled: bool, num_keys: int = 16, trials: int = 1, seed: int = 0):
+    """Softmax attention weights of random queries over random keys (D2L 11.3.1).
+
+    The scores are :func:`attention_score_samples` (the same draws for the
+    same seed), divided by ``sqrt(d)`` when ``scaled``; each trial's softmax
+    over its K keys is returned, shape (B, K). The same seed gives the same
+    draws whether scaled or not, so the two settings differ only by the scale.
+    """
+    scores = attention_score_samples(d, num_keys, trials, seed)  # (B, K)
     if scaled:
         scores = scores / math.sqrt(d)
     return torch.softmax(scores, dim=-1)  # (B, K)
@@ -162,39 +177,55 @@ def softmax_scaling_grid(
     return fig
 
 
+def softmax_scaling_data(
+    d_values: Sequence[int] = (1, 4, 16, 64, 256, 1024), num_keys: int = 16, seed: int = 0
+) -> dict:
+    """What ``js/softmax_scaling.js`` draws from, as JSON values (D2L 11.3.1).
+
+    For each d of ``d_values``: the ``num_keys`` unscaled dot products of one
+    random query (:func:`attention_score_samples` with ``seed``, from which
+    the page computes the weights at either scaling, as
+    :func:`attention_weight_samples` does), and the mean entropy over
+    :data:`CURVE_TRIALS` queries, unscaled and scaled (the curves, drawn as
+    they are).
+    """
+    d_values = [positive_int(d, "each d") for d in d_values]
+    if not d_values:
+        raise ValueError("give at least one dimension d")
+    num_keys = positive_int(num_keys, "num_keys")
+    curves = _entropy_curves(d_values, num_keys, seed)
+    return {
+        "d_values": d_values,
+        "num_keys": num_keys,
+        "seed": seed,
+        "trials": CURVE_TRIALS,
+        "scores": [attention_score_samples(d, num_keys, 1, seed)[0].tolist() for d in d_values],
+        "curves": {"unscaled": curves[False], "scaled": curves[True]},
+        "log_k": math.log(num_keys),
+    }
+
+
 def softmax_scaling_explorer(d_values: Sequence[int] = (1, 4, 16, 64, 256, 1024), *, num_keys: int = 16, seed: int = 0):
     """Explore why dot products are divided by sqrt(d): a slider for d and a "scale by 1/sqrt(d)" toggle (D2L 11.3).
 
     For a random query and ``num_keys`` random keys with unit-variance
     entries, shows the query's attention weights (sorted) and their entropy,
-    beside the mean entropy against d with the current setting starred.
+    beside the mean entropy against d with the current setting starred; a
+    line of text says the largest weight, its key and the entropy.
 
     Returns:
-        In Jupyter, an ``ipywidgets.interactive`` panel (its ``result`` is the
-        latest figure). During the book build (:func:`qkv.widgets.static_mode`), or without
-        ipywidgets, the static :func:`softmax_scaling_grid` figure instead.
+        In Jupyter, a live widget (``js/softmax_scaling.js``; its traitlets ``d`` and ``scaled`` are the
+        controls). During the book build (:func:`qkv.widgets.static_mode`), the same explorer for the page, after
+        the static :func:`softmax_scaling_grid` that it replaces; without anywidget, that figure alone
+        (:mod:`qkv.widgets._live`).
     """
     d_values = [positive_int(d, "each d") for d in d_values]
     if not d_values:
         raise ValueError("give at least one dimension d")
-    widgets = ipywidgets_or_none()
-    if widgets is None:
-        return static_figure(softmax_scaling_grid(d_values, num_keys, seed))
-    curves = _entropy_curves(d_values, num_keys, seed)
-    last = {"fig": None}
-
-    def draw(d, scaled):
-        if last["fig"] is not None:
-            plt.close(last["fig"])
-        fig, (ax_w, ax_h) = plt.subplots(1, 2, figsize=(8.5, 3.2), gridspec_kw={"width_ratios": [1, 1.3]})
-        _draw_weights(ax_w, d, scaled, num_keys, seed)
-        ax_w.set_xlabel("keys, sorted by weight")
-        ax_w.set_ylabel("weight")
-        _draw_entropy_curves(ax_h, d_values, curves, num_keys, mark=(d, scaled))
-        fig.tight_layout()
-        last["fig"] = fig
-        return fig
-
-    d = widgets.SelectionSlider(options=d_values, value=d_values[0], description="d")
-    scaled = widgets.ToggleButton(value=False, description="scale by 1/sqrt(d)", layout={"width": "auto"})
-    return widgets.interactive(draw, d=d, scaled=scaled)
+    return live.explorer(
+        "softmax_scaling",
+        data=lambda: softmax_scaling_data(d_values, num_keys, seed),
+        settings={"d": d_values[0], "scaled": False},
+        static=lambda: softmax_scaling_grid(d_values, num_keys, seed),
+        label="Softmax scaling explorer: choose d and switch the scaling by 1/sqrt(d) on and off",
+    )

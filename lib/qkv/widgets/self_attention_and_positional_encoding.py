@@ -1,9 +1,12 @@
 """Interactive explorer of D2L 11.6, "Self-Attention and Positional Encoding"
 (``book/self-attention-and-positional-encoding.md``): how one pair of columns of the sinusoidal table turns as the
-position grows, with sliders for the position and the pair.
+position grows, and how a shift by delta positions is a rotation, with sliders for the position, the pair and the
+shift.
 
-:func:`encoding_explorer` returns the controls in Jupyter and the static :func:`encoding_grid` in the book (see
-:mod:`qkv.widgets`). What it draws is computed by :func:`pair_trajectory`, tested on its own: the points
+:func:`encoding_explorer` is a live explorer (:mod:`qkv.widgets._live`): the module ``js/positional_encoding.js``
+draws it, in JupyterLab and in the book, from :func:`encoding_data`, and computes the table, the points and the
+rotation in the page; the static :func:`encoding_grid` stays for print and readers without JavaScript. What it draws
+is what :func:`pair_trajectory` computes, tested on its own: the points
 ``(P[t, 2j + 1], P[t, 2j]) = (cos(t w_j), sin(t w_j))`` for t = 0 .. i, which walk round the unit circle by the angle
 ``w_j = 1 / 10000^(2j/d)`` per position (D2L 11.6.3: the encoding of position i + delta is the one of i turned by
 ``delta w_j``).
@@ -20,9 +23,9 @@ import torch
 from qkv._validate import int_in
 from qkv.plotting import use_svg_display
 from qkv.positional import sinusoidal_table
-from qkv.widgets import ipywidgets_or_none, static_figure
+from qkv.widgets import _live as live
 
-__all__ = ["pair_trajectory", "encoding_grid", "encoding_explorer"]
+__all__ = ["pair_trajectory", "encoding_grid", "encoding_data", "encoding_explorer"]
 
 
 def pair_trajectory(position: int, pair: int, num_hiddens: int = 32) -> torch.Tensor:
@@ -87,31 +90,34 @@ def encoding_grid(
     return fig
 
 
+def encoding_data(num_hiddens: int = 32, max_position: int = 60) -> dict:
+    """What ``js/positional_encoding.js`` draws from, as JSON values (D2L 11.6.3): the width d of the table and the
+    number of rows it shows. The page computes the table (as :func:`qkv.positional.sinusoidal_table`), the points of
+    :func:`pair_trajectory` and the rotation of eq-shift-rotation itself."""
+    num_hiddens = int_in(num_hiddens, "num_hiddens", 2, 4096)
+    if num_hiddens % 2:
+        raise ValueError(f"num_hiddens must be even (pairs of columns), got {num_hiddens}")
+    max_position = int_in(max_position, "max_position", 1, 10_000)
+    return {"num_hiddens": num_hiddens, "max_position": max_position}
+
+
 def encoding_explorer(num_hiddens: int = 32, max_position: int = 60):
-    """Explore the sinusoidal encoding (D2L 11.6.3): sliders for the position i and the pair j of columns
-    (2j, 2j + 1). The pair, read as a point (cos, sin), walks round the unit circle by w_j per position: fast for
-    the first pairs, slowly for the last, as the bits of a binary counter flip.
+    """Explore the sinusoidal encoding (D2L 11.6.3): sliders for the position i, the pair j of columns
+    (2j, 2j + 1) and a shift delta. The pair, read as a point (cos, sin), walks round the unit circle by w_j per
+    position: fast for the first pairs, slowly for the last, as the bits of a binary counter flip. The shift turns
+    row i's point by delta w_j, onto row i + delta's (eq-shift-rotation); a line of text gives the numbers.
 
     Returns:
-        In Jupyter, an ``ipywidgets.interactive`` panel. During the book build (:func:`qkv.widgets.static_mode`),
-        or without ipywidgets, the static :func:`encoding_grid` figure instead.
+        In Jupyter, a live widget (``js/positional_encoding.js``; its traitlets ``position``, ``pair`` and
+        ``offset`` are the controls). During the book build (:func:`qkv.widgets.static_mode`), the same explorer for
+        the page, after the static :func:`encoding_grid` that it replaces; without anywidget, that figure alone
+        (:mod:`qkv.widgets._live`).
     """
-    num_hiddens = int_in(num_hiddens, "num_hiddens", 2, 4096)
-    max_position = int_in(max_position, "max_position", 1, 100_000)
-    widgets = ipywidgets_or_none()
-    if widgets is None:
-        return static_figure(encoding_grid(num_hiddens=num_hiddens, max_position=max_position))
-    last = {"fig": None}
-
-    def draw(position, pair):
-        if last["fig"] is not None:
-            plt.close(last["fig"])
-        fig, (ax_c, ax_t) = plt.subplots(1, 2, figsize=(7.5, 3.2), gridspec_kw={"width_ratios": [1, 1.3]})
-        _draw(ax_c, ax_t, position, pair, num_hiddens, max_position)
-        fig.tight_layout()
-        last["fig"] = fig
-        return fig
-
-    position = widgets.IntSlider(value=10, min=0, max=max_position - 1, description="position i")
-    pair = widgets.IntSlider(value=0, min=0, max=num_hiddens // 2 - 1, description="pair j")
-    return widgets.interactive(draw, position=position, pair=pair)
+    data = encoding_data(num_hiddens, max_position)
+    return live.explorer(
+        "positional_encoding",
+        data=lambda: data,
+        settings={"position": min(10, max_position - 1), "pair": 0, "offset": min(5, max_position - 1)},
+        static=lambda: encoding_grid(num_hiddens=num_hiddens, max_position=max_position),
+        label="Positional encoding explorer: choose the position, the pair of columns and a shift",
+    )

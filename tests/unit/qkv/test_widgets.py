@@ -1,5 +1,6 @@
 """Tests for qkv.widgets itself, what every section's explorer shares: the book-build flag, the fall-back to a
-static figure without ipywidgets (checked on each explorer there is), and detaching that figure from pyplot."""
+static figure without ipywidgets (the explorers not yet live) or anywidget (the live ones: qkv.widgets._live), and
+detaching that figure from pyplot."""
 
 import sys
 from pathlib import Path
@@ -8,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import anywidget  # noqa: E402
 import ipywidgets  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
@@ -15,8 +17,11 @@ import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from qkv import widgets  # noqa: E402
+from qkv.widgets import _live as live  # noqa: E402
 from qkv.widgets.attention_pooling import nadaraya_watson_explorer  # noqa: E402
 from qkv.widgets.attention_scoring_functions import softmax_scaling_explorer  # noqa: E402
+from qkv.widgets.multihead_attention import kv_cache_explorer  # noqa: E402
+from qkv.widgets.self_attention_and_positional_encoding import encoding_explorer  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("close_figures")
 
@@ -51,16 +56,24 @@ def test_static_mode_is_off_without_the_flag(jupyter):
 def test_an_unset_or_zero_book_flag_means_widgets(monkeypatch, value):
     monkeypatch.setenv(widgets.BOOK_BUILD_ENV, value)
     assert not widgets.static_mode()
-    assert isinstance(softmax_scaling_explorer((1, 4), num_keys=4), ipywidgets.interactive)
+    assert isinstance(softmax_scaling_explorer((1, 4), num_keys=4), anywidget.AnyWidget)
+    assert isinstance(kv_cache_explorer(), ipywidgets.interactive)
 
 
-def test_without_ipywidgets_both_explorers_fall_back_to_figures_with_a_note(jupyter, monkeypatch, capsys):
+def test_without_ipywidgets_an_ipywidgets_explorer_falls_back_to_a_figure_with_a_note(jupyter, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "ipywidgets", None)  # makes `import ipywidgets` raise ImportError
+    assert isinstance(kv_cache_explorer(), Figure)
+    assert capsys.readouterr().out == widgets.NO_WIDGETS_NOTE + "\n"
+
+
+def test_without_anywidget_the_live_explorers_fall_back_to_figures_with_a_note(jupyter, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "anywidget", None)
     x, y = _line_data()
     assert isinstance(nadaraya_watson_explorer(x, y), Figure)
     assert isinstance(softmax_scaling_explorer((1, 4), num_keys=4), Figure)
+    assert isinstance(encoding_explorer(), Figure)
     out = capsys.readouterr().out
-    assert out.count(widgets.NO_WIDGETS_NOTE) == 2 and out.count("\n") == 2, "one line per explorer"
+    assert out.count(live.NO_ANYWIDGET_NOTE) == 3 and out.count("\n") == 3, "one line per explorer"
 
 
 def test_the_book_build_needs_no_ipywidgets_and_prints_nothing(monkeypatch, capsys):

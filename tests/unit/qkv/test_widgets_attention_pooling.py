@@ -8,14 +8,22 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import ipywidgets  # noqa: E402
+import anywidget  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from qkv import nadaraya_watson as nw  # noqa: E402
-from qkv.widgets.attention_pooling import KERNEL_NAMES, fit_curve, nadaraya_watson_explorer  # noqa: E402
+from qkv.widgets import _live as live  # noqa: E402
+from qkv.widgets.attention_pooling import (  # noqa: E402
+    KERNEL_NAMES,
+    LOG_SIGMA,
+    fit_curve,
+    nadaraya_watson_data,
+    nadaraya_watson_explorer,
+    query_grid,
+)
 
 pytestmark = pytest.mark.usefixtures("close_figures")
 
@@ -81,31 +89,35 @@ def test_fit_curve_defaults_to_d2l_data_and_rejects_half_given_data():
 # ---- the explorer: widgets in Jupyter, figures in the book -----------------------------------------------------
 
 
-def _estimate_line(ax):
-    return next(line for line in ax.get_lines() if line.get_label() == "estimate")
+def test_explorer_data_are_the_points_the_grid_and_the_truth_in_float64():
+    x, y = _small_data()
+    data = nadaraya_watson_data(x.float(), y.float())
+    assert data["x"] == x.float().double().tolist() and data["y"] == y.float().double().tolist()
+    grid = query_grid(x.float().double())
+    assert data["grid"] == grid.tolist() and len(data["grid"]) == 200
+    assert data["truth"] == (2 * torch.sin(grid) + grid).tolist()
+    assert data["kernels"] == list(KERNEL_NAMES) and data["log_sigma"] == LOG_SIGMA
+    assert nadaraya_watson_data(x, y, truth=None)["truth"] is None
+    assert nadaraya_watson_data()["x"] == nw.make_data(n=40, noise=1.0, seed=0).x_train.double().tolist()
 
 
-def test_regression_explorer_is_an_interactive_widget_that_redraws(jupyter):
+def test_regression_explorer_is_a_live_widget(jupyter):
     x, y = _small_data()
     panel = nadaraya_watson_explorer(x, y)
-    assert isinstance(panel, ipywidgets.interactive)
-    kernel, sigma = panel.children[0], panel.children[1]
-    assert isinstance(kernel, ipywidgets.Dropdown) and set(kernel.options) == set(KERNEL_NAMES)
-    assert isinstance(sigma, ipywidgets.FloatLogSlider) and sigma.base == 10
-    for name, width in [("gaussian", sigma.value), ("epanechnikov", 1.3), ("boxcar", 2.0)]:
-        kernel.value, sigma.value = name, width
-        ax = panel.result.axes[0]
-        title = ax.get_title()
-        assert title.startswith(f"{name}, sigma = {width:.3g}")
-        assert _title_number(title, "LOO loss") == pytest.approx(nw.loo_loss(x, y, name, width), abs=1e-3)
-        fit = fit_curve(x, y, name, width)
-        torch.testing.assert_close(torch.tensor(_estimate_line(ax).get_ydata()), fit.y_hat)
-    assert len(plt.get_fignums()) == 1, "each redraw should free the previous figure"
+    assert isinstance(panel, anywidget.AnyWidget)
+    assert panel._esm == live.module_text("nadaraya_watson")
+    assert panel.data == nadaraya_watson_data(x, y)
+    assert (panel.kernel, panel.sigma) == ("gaussian", 0.5)
+    panel.kernel, panel.sigma = "boxcar", 2.0  # what the menu and the slider set
+    assert panel.get_state(["kernel", "sigma"]) == {"kernel": "boxcar", "sigma": 2.0}
 
 
 def test_regression_explorer_draws_a_static_grid_in_the_book(book_build):
     x, y = _small_data()
-    fig = nadaraya_watson_explorer(x, y)
+    explorer = nadaraya_watson_explorer(x, y)
+    assert isinstance(explorer, live.BookExplorer) and explorer.name == "nadaraya_watson"
+    assert explorer.data == nadaraya_watson_data(x, y)
+    fig = explorer.figure
     assert isinstance(fig, Figure)
     assert not plt.fignum_exists(fig.number), "the figure is detached from pyplot, so Jupyter shows it only once"
     assert len(fig.axes) == 9

@@ -8,26 +8,26 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import ipywidgets  # noqa: E402
+import anywidget  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from qkv.widgets import _live as live  # noqa: E402
 from qkv.widgets.attention_scoring_functions import (  # noqa: E402
+    CURVE_TRIALS,
+    attention_score_samples,
     attention_weight_samples,
     softmax_entropy,
     softmax_entropy_vs_dim,
+    softmax_scaling_data,
     softmax_scaling_explorer,
 )
 
 D_VALUES = (1, 4, 16, 64, 256, 1024)
 
 pytestmark = pytest.mark.usefixtures("close_figures")
-
-
-def _title_number(title: str, label: str) -> float:
-    return float(re.search(rf"{label}\s+([-\d.]+)", title).group(1))
 
 
 # ---- the pure functions ----------------------------------------------------------------------------------------
@@ -103,24 +103,41 @@ def test_bad_dimensions_raise_clear_errors():
 # ---- the explorer: widgets in Jupyter, figures in the book -----------------------------------------------------
 
 
-def test_softmax_explorer_is_an_interactive_widget_that_redraws(jupyter):
+def test_score_samples_are_the_weights_before_the_softmax():
+    scores = attention_score_samples(64, num_keys=5, trials=3, seed=2)  # (B, K)
+    assert scores.shape == (3, 5) and scores.dtype == torch.float64
+    for scaled in (False, True):
+        expected = torch.softmax(scores / (8.0 if scaled else 1.0), dim=-1)
+        assert torch.equal(attention_weight_samples(64, scaled, num_keys=5, trials=3, seed=2), expected)
+
+
+def test_explorer_data_hold_one_query_per_d_and_the_curves():
+    data = softmax_scaling_data((1, 16, 256), num_keys=8, seed=3)
+    assert data["d_values"] == [1, 16, 256] and (data["num_keys"], data["seed"]) == (8, 3)
+    assert data["trials"] == CURVE_TRIALS and data["log_k"] == math.log(8)
+    assert data["scores"] == [attention_score_samples(d, 8, 1, 3)[0].tolist() for d in (1, 16, 256)]
+    assert data["curves"] == {
+        "unscaled": softmax_entropy_vs_dim((1, 16, 256), False, num_keys=8, seed=3),
+        "scaled": softmax_entropy_vs_dim((1, 16, 256), True, num_keys=8, seed=3),
+    }
+    with pytest.raises(ValueError, match="at least one dimension"):
+        softmax_scaling_data(())
+
+
+def test_softmax_explorer_is_a_live_widget(jupyter):
     panel = softmax_scaling_explorer(D_VALUES, num_keys=8, seed=3)
-    assert isinstance(panel, ipywidgets.interactive)
-    d, scaled = panel.children[0], panel.children[1]
-    assert isinstance(d, ipywidgets.SelectionSlider) and list(d.options) == list(D_VALUES)
-    assert isinstance(scaled, ipywidgets.ToggleButton) and "1/sqrt(d)" in scaled.description
-    for dim, on in [(1024, False), (1024, True), (16, True)]:
-        d.value, scaled.value = dim, on
-        ax = panel.result.axes[0]
-        weights = attention_weight_samples(dim, on, num_keys=8, trials=1, seed=3)[0]
-        heights = torch.tensor([bar.get_height() for bar in ax.patches], dtype=torch.float64)
-        torch.testing.assert_close(heights, torch.sort(weights, descending=True).values)
-        assert f"d = {dim}, {'scaled' if on else 'unscaled'}" in ax.get_title()
-        assert _title_number(ax.get_title(), "entropy") == pytest.approx(float(softmax_entropy(weights)), abs=0.01)
+    assert isinstance(panel, anywidget.AnyWidget)
+    assert panel._esm == live.module_text("softmax_scaling")
+    assert panel.data == softmax_scaling_data(D_VALUES, num_keys=8, seed=3)
+    assert (panel.d, panel.scaled) == (1, False)
+    panel.d, panel.scaled = 1024, True  # what the slider and the check box set
+    assert panel.get_state(["d", "scaled"]) == {"d": 1024, "scaled": True}
 
 
 def test_softmax_explorer_draws_a_static_grid_in_the_book(book_build):
-    fig = softmax_scaling_explorer(D_VALUES, num_keys=8)
+    explorer = softmax_scaling_explorer(D_VALUES, num_keys=8)
+    assert isinstance(explorer, live.BookExplorer) and explorer.settings == {"d": 1, "scaled": False}
+    fig = explorer.figure
     assert isinstance(fig, Figure) and not plt.fignum_exists(fig.number)
     titles = [ax.get_title() for ax in fig.axes]
     shown = [1, 16, 64, 1024]  # four of the six dimensions, evenly spread, first and last included

@@ -7,13 +7,18 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import ipywidgets  # noqa: E402
+import anywidget  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from qkv.widgets.self_attention_and_positional_encoding import encoding_explorer, pair_trajectory  # noqa: E402
+from qkv.widgets import _live as live  # noqa: E402
+from qkv.widgets.self_attention_and_positional_encoding import (  # noqa: E402
+    encoding_data,
+    encoding_explorer,
+    pair_trajectory,
+)
 
 pytestmark = pytest.mark.usefixtures("close_figures")
 
@@ -37,21 +42,28 @@ def test_pair_trajectory_rejects_bad_arguments(args, error):
         pair_trajectory(*args)
 
 
-def test_explorer_is_an_interactive_widget_that_redraws(jupyter):
+def test_explorer_is_a_live_widget(jupyter):
     panel = encoding_explorer(num_hiddens=16, max_position=40)
-    assert isinstance(panel, ipywidgets.interactive)
-    position, pair = panel.children[0], panel.children[1]
-    assert (position.max, pair.max) == (39, 7)
-    for i, j in [(12, 0), (30, 5)]:
-        position.value, pair.value = i, j
-        circle = panel.result.axes[0]
-        dots = circle.get_lines()[1]  # the positions 0 .. i
-        torch.testing.assert_close(torch.tensor(dots.get_xdata(), dtype=torch.float64), pair_trajectory(i, j, 16)[:, 0])
-        assert f"position {i}, pair {j}" in circle.get_title()
+    assert isinstance(panel, anywidget.AnyWidget)
+    assert panel._esm == live.module_text("positional_encoding")
+    assert panel.data == encoding_data(16, 40) == {"num_hiddens": 16, "max_position": 40}
+    assert (panel.position, panel.pair, panel.offset) == (10, 0, 5)
+    panel.position, panel.pair, panel.offset = 30, 5, -12  # what the sliders set
+    assert panel.get_state(["position", "pair", "offset"]) == {"position": 30, "pair": 5, "offset": -12}
+    small = encoding_explorer(num_hiddens=4, max_position=3)
+    assert (small.position, small.offset) == (2, 2), "the first settings stay inside a short table"
+
+
+@pytest.mark.parametrize("args, error", [((7, 60), ValueError), ((32, 0), ValueError), ((32.0, 60), TypeError)])
+def test_explorer_data_reject_bad_sizes(args, error):
+    with pytest.raises(error):
+        encoding_data(*args)
 
 
 def test_explorer_draws_a_static_grid_in_the_book(book_build):
-    fig = encoding_explorer()
+    explorer = encoding_explorer()
+    assert isinstance(explorer, live.BookExplorer) and explorer.data == encoding_data(32, 60)
+    fig = explorer.figure
     assert isinstance(fig, Figure) and not plt.fignum_exists(fig.number)
     titles = [ax.get_title() for ax in fig.axes[1:]]
     assert [t.split(":")[0] for t in titles] == [
