@@ -159,6 +159,8 @@ def _build_the_book_in_the_background(config) -> None:
     worker = getattr(config, "workerinput", {}).get("workerid")
     if worker not in (None, "gw0") or os.environ.get("QKV_NO_BACKGROUND_BOOK"):
         return
+    if os.environ.get("QKV_EXPLORER_STANDALONE", "").strip() not in ("", "0"):
+        return  # the explorers' tests read pages of their own (tests/support/explorers.py)
     import subprocess
     import sys
 

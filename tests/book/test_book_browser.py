@@ -124,15 +124,6 @@ def _page_name(url: str, base_url: str) -> str | None:
 
 
 @pytest.fixture(scope="session")
-def student_html() -> Path:
-    """The student edition's HTML, built (incrementally) unless the last build is up to date."""
-    try:
-        return browser.built_book("student")
-    except SystemExit as err:
-        pytest.fail(f"the student edition did not build: {err}", pytrace=False)
-
-
-@pytest.fixture(scope="session")
 def chromium():
     """One headless Chromium for the session (Playwright allows one sync driver per thread)."""
     if not browser.CHROMIUM.exists():

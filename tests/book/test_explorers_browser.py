@@ -12,153 +12,60 @@ from __future__ import annotations
 
 import math
 import re
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
 
-from course import notebooks as nbs
 from qkv import nadaraya_watson as nw
 from qkv.widgets.attention_pooling import fit_curve
 from qkv.widgets.attention_scoring_functions import attention_weight_samples, softmax_entropy
 from qkv.widgets.self_attention_and_positional_encoding import pair_trajectory
-from tests.support import browser
+from tests.support import explorers as ex
 
 pytestmark = pytest.mark.browser
 
-SHOTS = nbs.ROOT / "_build" / "screenshots" / "explorers"
-PAGES = {
-    "softmax_scaling": "book/attention-scoring-functions.html",
-    "nadaraya_watson": "book/attention-pooling.html",
-    "positional_encoding": "book/self-attention-and-positional-encoding.html",
-}
-_READY_JS = """(name) => {
-  const box = document.querySelector(`.qkv-live[data-qkv-live="${name}"]`);
-  return box && box.dataset.qkvReady !== undefined;
-}"""
-_STATE_JS = """(name) => {
-  const box = document.querySelector(`.qkv-live[data-qkv-live="${name}"]`);
-  const cell = box.closest('.cell');
-  const statics = [...cell.querySelectorAll('img')];
-  return {
-    hidden: box.hidden,
-    visible: box.getBoundingClientRect().height > 0,
-    statics: statics.map(img => ({alt: img.alt, shown: getComputedStyle(img).display !== 'none',
-                                  replaced: img.classList.contains('qkv-static-replaced')})),
-    summary: (box.querySelector('[aria-live]') || {}).textContent,
-    live: (box.querySelector('[aria-live]') || {getAttribute: () => null}).getAttribute('aria-live'),
-    labels: [...box.querySelectorAll('input, select')].map(c => c.labels.length ? c.labels[0].textContent : null),
-  };
-}"""
+
+def _standalone_softmax():
+    from qkv.widgets import attention_scoring_functions as widgets
+
+    return widgets.softmax_scaling_explorer()
 
 
-def _summary(page, name: str) -> str:
-    return page.locator(f'.qkv-live[data-qkv-live="{name}"] [aria-live]').text_content()
+def _standalone_nadaraya_watson():
+    from qkv.widgets import attention_pooling as widgets
+
+    data = nw.make_data(n=40, noise=1.0, seed=0)
+    return widgets.nadaraya_watson_explorer(data.x_train, data.y_train)
 
 
-@pytest.fixture(scope="session")
-def student_html():
-    """The smoke book's student edition, as ``test_book_browser.py`` builds it (once; the same folder)."""
-    try:
-        return browser.built_book("student")
-    except SystemExit as err:
-        pytest.fail(f"the student edition did not build: {err}", pytrace=False)
+def _standalone_encoding():
+    from qkv.widgets import self_attention_and_positional_encoding as widgets
 
-
-@pytest.fixture(scope="module")
-def in_browser(student_html):
-    """``run(session, *args)``: calls ``session(reader, *args)`` with a reader of the smoke book, in a thread that
-    holds a Chromium of its own. (Playwright's sync API allows one driver per thread, and ``test_book_browser.py``'s
-    session fixture holds the main thread's when both modules run in one worker.)"""
-    if not browser.CHROMIUM.exists():
-        pytest.skip(f"{browser.CHROMIUM} is missing: install Debian's chromium to read the book in a browser")
-    pool = ThreadPoolExecutor(1, thread_name_prefix="explorers-chromium")
-    held = {}
-
-    def start():
-        from playwright.sync_api import sync_playwright
-
-        held["playwright"] = sync_playwright().start()
-        held["browser"] = browser.launch(held["playwright"])
-        held["reader"] = browser.Reader(student_html, browser=held["browser"]).__enter__()
-
-    def stop():
-        for name, close in (("reader", lambda r: r.__exit__(None, None, None)), ("browser", lambda b: b.close()),
-                            ("playwright", lambda p: p.stop())):  # fmt: skip
-            if name in held:
-                close(held[name])
-
-    try:
-        pool.submit(start).result()
-        yield lambda session, *args: pool.submit(session, held["reader"], *args).result()
-    finally:
-        pool.submit(stop).result()
-        pool.shutdown()
-
-
-def _open(reader, name: str):
-    """Open the explorer's page, wait for the explorer; ``(page, visit)`` (the caller closes the page's context)."""
-    page, visit = reader.open(PAGES[name])
-    page.wait_for_function(_READY_JS, arg=name, timeout=10_000)
-    return page, visit
-
-
-def _drag_to_end(page, slider, end: str) -> None:
-    """Drag the slider's thumb with the mouse past its left or right end."""
-    box = slider.bounding_box()
-    low, high = float(slider.get_attribute("min")), float(slider.get_attribute("max"))
-    value = float(slider.input_value())
-    thumb = min(16.0, box["width"] / 4)  # the thumb's centre runs from half its width inside either end
-    x = box["x"] + thumb / 2 + (box["width"] - thumb) * (value - low) / (high - low or 1)
-    y = box["y"] + box["height"] / 2
-    page.mouse.move(x, y)
-    page.mouse.down()
-    page.mouse.move(box["x"] + (box["width"] + 40 if end == "right" else -40), y, steps=8)
-    page.mouse.up()
-
-
-def _shoot(page, name: str, setting: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.locator(f'.qkv-live[data-qkv-live="{name}"]').screenshot(path=str(SHOTS / f"{name}-{setting}.png"))
+    return widgets.encoding_explorer()
 
 
 # ---- every explorer: it replaces the figure, from a server and from a folder ---------------------------------------
 
 
-def _check_replaces_the_figure(page, visit, name: str) -> None:
-    """The explorer is shown and its cell's static figure hidden, which keeps its alt text; each control has a
-    label, and an aria-live line says what the explorer shows."""
-    assert visit.problems() == [], visit.problems()
-    state = page.evaluate(_STATE_JS, name)
-    assert not state["hidden"] and state["visible"], f"{name}: the explorer is not shown"
-    assert state["statics"] and all(s["replaced"] and not s["shown"] for s in state["statics"]), state["statics"]
-    assert all(len(s["alt"]) >= 25 for s in state["statics"]), "the static figure keeps its alt text"
-    assert state["live"] == "polite" and state["summary"], f"{name}: no aria-live summary"
-    assert state["labels"] and all(state["labels"]), f"{name}: a control without a label: {state['labels']}"
+def test_explorers_run_from_a_folder_opened_as_file_urls(explorers):
+    """Chromium refuses ES module imports from file:// pages; every explorer's inlined module must still run."""
+    pages = explorers.pages()
+    if not pages:
+        pytest.skip("no book pages: QKV_EXPLORER_STANDALONE is set")
+    assert {"softmax_scaling", "nadaraya_watson", "positional_encoding"} <= set(pages), pages
+    explorers.run(_from_a_folder, explorers.folder, pages)
 
 
-def _check_print_keeps_the_figure(page, name: str) -> None:
-    page.emulate_media(media="print")
-    printed = page.evaluate(_STATE_JS, name)
-    assert not printed["visible"] and all(s["shown"] for s in printed["statics"]), "print shows the figure alone"
-    page.emulate_media(media="screen")
-
-
-def test_explorers_run_from_a_folder_opened_as_file_urls(in_browser, student_html):
-    """Chromium refuses ES module imports from file:// pages; the explorers' inlined modules must still run."""
-    in_browser(_from_a_folder, student_html)
-
-
-def _from_a_folder(reader, html):
+def _from_a_folder(reader, html, pages):
     context = reader.browser.new_context()
     try:
-        for name, path in PAGES.items():
+        for name, path in pages.items():
             page = context.new_page()
             errors = []
             page.on("pageerror", lambda err, errors=errors: errors.append(str(err)))
             page.on("console", lambda msg, errors=errors: msg.type == "error" and errors.append(msg.text))
             page.goto((html / path).as_uri(), wait_until="domcontentloaded")
-            page.wait_for_function(_READY_JS, arg=name, timeout=10_000)
+            page.wait_for_function(ex.READY_JS, arg=name, timeout=10_000)
             assert not [e for e in errors if "qkv" in e or "module" in e], f"{name} from file://: {errors}"
             page.close()
     finally:
@@ -183,19 +90,19 @@ def _check_softmax(page, d: int, scaled: bool) -> None:
     assert _drawn_weights(page) == pytest.approx(expected, abs=2e-4), f"bars at d = {d}, scaled = {scaled}"
     top = int(weights.argmax())
     how = "scaled" if scaled else "unscaled"
-    text = _summary(page, "softmax_scaling")
+    text = ex.summary(page, "softmax_scaling")
     assert text.startswith(f"d = {d}, {how}: the largest weight is {float(weights[top]):.2f}, on key {top};"), text
     assert f"entropy {float(softmax_entropy(weights)):.2f} nats" in text, text
     slider = page.locator(".qkv-softmax-scaling input[type=range]")
     assert slider.get_attribute("aria-valuetext") == f"d = {d}"
 
 
-def test_softmax_explorer_moves_with_the_keyboard_and_the_mouse(in_browser):
-    in_browser(_softmax_session)
+def test_softmax_explorer_moves_with_the_keyboard_and_the_mouse(explorers):
+    explorers.run(_softmax_session, explorers)
 
 
-def _softmax_session(reader):
-    page, visit = _open(reader, "softmax_scaling")
+def _softmax_session(reader, explorers):
+    page, visit = explorers.open(reader, "softmax_scaling", _standalone_softmax)
     try:
         _softmax_moves(page, visit)
     finally:
@@ -203,7 +110,7 @@ def _softmax_session(reader):
 
 
 def _softmax_moves(page, visit):
-    _check_replaces_the_figure(page, visit, "softmax_scaling")
+    ex.check_replaces_the_figure(page, visit, "softmax_scaling")
     slider = page.locator(".qkv-softmax-scaling input[type=range]")
     box = page.locator(".qkv-softmax-scaling input[type=checkbox]")
     _check_softmax(page, 1, False)
@@ -211,7 +118,7 @@ def _softmax_moves(page, visit):
     assert page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle") != "none", "focus is visible"
     page.keyboard.press("End")
     _check_softmax(page, 1024, False)
-    _shoot(page, "softmax_scaling", "d1024-unscaled")
+    ex.shoot(page, "softmax_scaling", "d1024-unscaled")
     page.keyboard.press("ArrowLeft")
     page.keyboard.press("ArrowLeft")
     _check_softmax(page, 64, False)
@@ -219,14 +126,14 @@ def _softmax_moves(page, visit):
     assert page.evaluate("() => document.activeElement.type") == "checkbox", "Tab reaches the scaling check box"
     page.keyboard.press("Space")
     _check_softmax(page, 64, True)
-    _drag_to_end(page, slider, "left")
+    ex.drag_to_end(page, slider, "left")
     _check_softmax(page, 1, True)
-    _drag_to_end(page, slider, "right")
+    ex.drag_to_end(page, slider, "right")
     _check_softmax(page, 1024, True)
-    _shoot(page, "softmax_scaling", "d1024-scaled")
+    ex.shoot(page, "softmax_scaling", "d1024-scaled")
     box.click()
     _check_softmax(page, 1024, False)
-    _check_print_keeps_the_figure(page, "softmax_scaling")
+    ex.check_print_keeps_the_figure(page, "softmax_scaling")
 
 
 # ---- 11.2: Nadaraya-Watson ---------------------------------------------------------------------------------------
@@ -259,20 +166,20 @@ def _check_fit(page, x, y, kernel: str, sigma: float) -> None:
         fit.y_hat,
         atol=5e-3,
         rtol=0,
-        msg=lambda m: f"the curve at {kernel}, sigma = {sigma} ({_summary(page, 'nadaraya_watson')}): {m}",
+        msg=lambda m: f"the curve at {kernel}, sigma = {sigma} ({ex.summary(page, 'nadaraya_watson')}): {m}",
     )
-    text = _summary(page, "nadaraya_watson")
+    text = ex.summary(page, "nadaraya_watson")
     shown = f"{sigma:.2f}" if sigma >= 1 else f"{sigma:#.2g}"  # as the page writes it (toFixed, toPrecision)
     loo = nw.loo_loss(x, y, kernel, sigma)
     assert text.startswith(f"{kernel} kernel, sigma = {shown}: leave-one-out loss {loo:.3f};"), text
 
 
-def test_nadaraya_watson_explorer_moves_with_the_keyboard_and_the_mouse(in_browser):
-    in_browser(_nadaraya_watson_session)
+def test_nadaraya_watson_explorer_moves_with_the_keyboard_and_the_mouse(explorers):
+    explorers.run(_nadaraya_watson_session, explorers)
 
 
-def _nadaraya_watson_session(reader):
-    page, visit = _open(reader, "nadaraya_watson")
+def _nadaraya_watson_session(reader, explorers):
+    page, visit = explorers.open(reader, "nadaraya_watson", _standalone_nadaraya_watson)
     try:
         _nadaraya_watson_moves(page, visit)
     finally:
@@ -280,13 +187,13 @@ def _nadaraya_watson_session(reader):
 
 
 def _nadaraya_watson_moves(page, visit):
-    _check_replaces_the_figure(page, visit, "nadaraya_watson")
+    ex.check_replaces_the_figure(page, visit, "nadaraya_watson")
     data = nw.make_data(n=40, noise=1.0, seed=0)  # the page's data (11.2.1)
     x, y = data.x_train.double(), data.y_train.double()
     menu = page.locator(".qkv-nadaraya-watson select")
     slider = page.locator(".qkv-nadaraya-watson input[type=range]")
     _check_fit(page, x, y, "gaussian", 0.5)
-    _shoot(page, "nadaraya_watson", "gaussian-sigma0.5")
+    ex.shoot(page, "nadaraya_watson", "gaussian-sigma0.5")
     menu.focus()
     page.keyboard.press("ArrowDown")  # the next kernel of the menu
     _check_fit(page, x, y, "boxcar", 0.5)
@@ -297,14 +204,14 @@ def _nadaraya_watson_moves(page, visit):
         page.keyboard.press("ArrowRight")  # 5 stops of 0.02 in log10 sigma
     assert slider.get_attribute("aria-valuetext") == "sigma = 0.013"
     _check_fit(page, x, y, "boxcar", 10 ** (-2 + 5 * 0.02))
-    _shoot(page, "nadaraya_watson", "boxcar-sigma0.013")
+    ex.shoot(page, "nadaraya_watson", "boxcar-sigma0.013")
     menu.focus()
     page.keyboard.press("ArrowUp")
-    _drag_to_end(page, slider, "right")
+    ex.drag_to_end(page, slider, "right")
     _check_fit(page, x, y, "gaussian", 10 ** (-2 + 150 * 0.02))
-    _drag_to_end(page, slider, "left")
+    ex.drag_to_end(page, slider, "left")
     _check_fit(page, x, y, "gaussian", 0.01)
-    _check_print_keeps_the_figure(page, "nadaraya_watson")
+    ex.check_print_keeps_the_figure(page, "nadaraya_watson")
 
 
 # ---- 11.6: sinusoidal positions and their rotation ------------------------------------------------------------------
@@ -332,17 +239,17 @@ def _check_encoding(page, position: int, pair: int, offset: int) -> None:
     w = 1 / 10000 ** (2 * pair / 32)
     target = [math.cos((position + offset) * w), math.sin((position + offset) * w)]
     assert _drawn_point(page, "green") == pytest.approx(target, abs=2e-4), f"row {position} shifted by {offset}"
-    text = _summary(page, "positional_encoding")
+    text = ex.summary(page, "positional_encoding")
     assert text.startswith(f"position {position}, pair {pair} (columns {2 * pair} and {2 * pair + 1}): "), text
     assert f"{position * w / (2 * math.pi):.2f} turns" in text and f"to position {position + offset}," in text, text
 
 
-def test_encoding_explorer_moves_with_the_keyboard_and_the_mouse(in_browser):
-    in_browser(_encoding_session)
+def test_encoding_explorer_moves_with_the_keyboard_and_the_mouse(explorers):
+    explorers.run(_encoding_session, explorers)
 
 
-def _encoding_session(reader):
-    page, visit = _open(reader, "positional_encoding")
+def _encoding_session(reader, explorers):
+    page, visit = explorers.open(reader, "positional_encoding", _standalone_encoding)
     try:
         _encoding_moves(page, visit)
     finally:
@@ -350,7 +257,7 @@ def _encoding_session(reader):
 
 
 def _encoding_moves(page, visit):
-    _check_replaces_the_figure(page, visit, "positional_encoding")
+    ex.check_replaces_the_figure(page, visit, "positional_encoding")
     position, pair, offset = (page.locator(f".qkv-positional-encoding input[type=range] >> nth={i}") for i in range(3))
     _check_encoding(page, 10, 0, 5)
     position.focus()
@@ -362,18 +269,18 @@ def _encoding_moves(page, visit):
     page.keyboard.press("ArrowUp")
     page.keyboard.press("ArrowUp")
     _check_encoding(page, 13, 3, 5)
-    _shoot(page, "positional_encoding", "i13-j3-shift5")
-    _drag_to_end(page, offset, "left")
+    ex.shoot(page, "positional_encoding", "i13-j3-shift5")
+    ex.drag_to_end(page, offset, "left")
     _check_encoding(page, 13, 3, -59)
-    _drag_to_end(page, position, "right")
+    ex.drag_to_end(page, position, "right")
     _check_encoding(page, 59, 3, -59)
-    _drag_to_end(page, pair, "right")
+    ex.drag_to_end(page, pair, "right")
     _check_encoding(page, 59, 15, -59)
     pair.focus()
     page.keyboard.press("Home")
     offset.focus()
     page.keyboard.press("End")
     _check_encoding(page, 59, 0, 59)
-    _shoot(page, "positional_encoding", "i59-j0-shift59")
+    ex.shoot(page, "positional_encoding", "i59-j0-shift59")
     assert re.fullmatch(r"\d+", page.locator(".qkv-positional-encoding output >> nth=0").text_content())
-    _check_print_keeps_the_figure(page, "positional_encoding")
+    ex.check_print_keeps_the_figure(page, "positional_encoding")
