@@ -284,3 +284,34 @@ def _encoding_moves(page, visit):
     ex.shoot(page, "positional_encoding", "i59-j0-shift59")
     assert re.fullmatch(r"\d+", page.locator(".qkv-positional-encoding output >> nth=0").text_content())
     ex.check_print_keeps_the_figure(page, "positional_encoding")
+
+
+def test_a_page_whose_data_were_changed_keeps_its_static_figure(explorers, tmp_path):
+    """The build writes the CRC-32 of an explorer's state beside it; a page edited or cut since (here one digit of
+    the data) does not run the explorer on numbers nobody computed: the static figure stays, and the console says
+    why."""
+    name = ex.standalone_page(tmp_path, "softmax_scaling", _standalone_softmax)
+    page_file = tmp_path / name
+    text = page_file.read_text(encoding="utf-8")
+    state = re.search(r'data-qkv="state"[^>]*>([^<]*)<', text)
+    digit = re.search(r"\d", state[1][10:]).start() + 10  # a digit of the data
+    edited = state[1][:digit] + str((int(state[1][digit]) + 1) % 10) + state[1][digit + 1 :]
+    page_file.write_text(text.replace(state[1], edited), encoding="utf-8")
+    explorers.run(_tampered, page_file)
+
+
+def _tampered(reader, page_file):
+    context = reader.browser.new_context()
+    try:
+        page = context.new_page()
+        errors = []
+        page.on("console", lambda msg: msg.type == "error" and errors.append(msg.text))
+        page.goto(page_file.as_uri(), wait_until="load")
+        page.wait_for_function("() => !document.querySelector('.qkv-live[data-qkv-pending]')")
+        page.wait_for_timeout(200)
+        state = page.evaluate(ex.STATE_JS, "softmax_scaling")
+        assert state["hidden"] and not state["visible"], "the explorer ran on edited data"
+        assert all(s["shown"] and not s["replaced"] for s in state["statics"]), "the static figure stays"
+        assert any("checksum" in e and "softmax_scaling" in e for e in errors), errors
+    finally:
+        context.close()

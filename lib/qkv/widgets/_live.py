@@ -36,6 +36,7 @@ import itertools
 import json
 import math
 import re
+import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -46,6 +47,7 @@ __all__ = [
     "NO_ANYWIDGET_NOTE",
     "BookExplorer",
     "anywidget_or_none",
+    "checksum",
     "explorer",
     "module_path",
     "module_text",
@@ -105,6 +107,13 @@ def _check_state(data: Mapping, settings: Mapping) -> None:
     _json(dict(data))  # JSON only, and finite: the page reads it with JSON.parse
 
 
+def checksum(text: str) -> str:
+    """The CRC-32 of ``text`` (ASCII, as :func:`_json` writes it), as 8 hex digits: ``book_host.js`` computes the
+    same over an explorer's state before it runs the explorer, so a page whose data were cut or edited after the
+    build keeps its static figure and says why in the console."""
+    return f"{zlib.crc32(text.encode('ascii')):08x}"
+
+
 def _json(value) -> str:
     """``value`` as JSON that may sit inside a <script> element (no ``<``, so no ``</script>``), floats exact."""
 
@@ -162,7 +171,7 @@ class BookExplorer:
         return (
             f'<div class="qkv-live" id="{self.id}" data-qkv-live="{self.name}" data-qkv-pending hidden'
             f' role="group" aria-label="{html.escape(self.label)}">\n'
-            f'<script type="application/json" data-qkv="state">{state}</script>\n'
+            f'<script type="application/json" data-qkv="state" data-qkv-crc32="{checksum(state)}">{state}</script>\n'
             f'<script type="application/json" data-qkv="module">{source}</script>\n'
             f'</div>\n<script type="module">\n{host}</script>\n'
         )
@@ -184,7 +193,7 @@ class BookExplorer:
 #: it is): the groups before and after the module's JSON text and the host's text.
 _CONTAINER = re.compile(
     r'(<div class="qkv-live" id="[^"]*" data-qkv-live="(?P<name>\w+)"[^>]*>\n'
-    r'<script type="application/json" data-qkv="state">[^<]*</script>\n'
+    r'<script type="application/json" data-qkv="state"[^>]*>[^<]*</script>\n'
     r'<script type="application/json" data-qkv="module">)(?P<module>[^<]*)'
     r'(</script>\n</div>\n<script type="module">\n)(?P<host>.*?)(</script>)',
     re.S,

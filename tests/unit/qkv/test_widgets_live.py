@@ -4,6 +4,7 @@ Jupyter, the static figure and the page's container while the book is built, the
 import json
 import re
 import sys
+import zlib
 from pathlib import Path
 
 import matplotlib
@@ -94,10 +95,10 @@ def test_the_containers_html_holds_the_state_and_module_safely(book_build):
     page = first.html()
     scripts = re.findall(r"<script([^>]*)>(.*?)</script>", page, re.S)
     assert [attrs for attrs, _ in scripts] == [
-        ' type="application/json" data-qkv="state"',
+        f' type="application/json" data-qkv="state" data-qkv-crc32="{zlib.crc32(scripts[0][1].encode()):08x}"',
         ' type="application/json" data-qkv="module"',
         ' type="module"',
-    ], "the note's </script> must not end a script early"
+    ], "the note's </script> must not end a script early; the state's CRC-32 beside it"
     state = json.loads(scripts[0][1])
     assert state == {"data": {"values": [0.5, 1e-300, -2.0], "note": "</script><script>alert(1)</script>"}, "d": 4,
                      "scaled": True}  # fmt: skip
@@ -147,3 +148,15 @@ def test_the_book_build_refreshes_the_explorers():
 
     assert "live.refresh_book(html)" in Path(build_book.__file__).read_text()
     assert "</script" not in live.module_text(live.HOST).lower(), "the host's text sits inside a <script>"
+
+
+@pytest.mark.parametrize("text", ["", "a", '{"data":{"x":[0.5,1e-300]},"d":4}', "\\u003c/script>" * 50])
+def test_the_page_computes_the_checksum_the_build_wrote(text):
+    """book_host.js's CRC-32 equals Python's, which the build writes beside the state; one changed character
+    changes it (so a page cut or edited since its build keeps its static figure)."""
+    from tests.support.js_modules import call_module
+
+    edited = text[:-1] + ("b" if text[-1:] != "b" else "c")
+    assert call_module("book_host", [("crc32", [text]), ("crc32", [edited])]) == [live.checksum(text),
+                                                                                  live.checksum(edited)]  # fmt: skip
+    assert live.checksum(text) == f"{zlib.crc32(text.encode()):08x}" != live.checksum(edited)

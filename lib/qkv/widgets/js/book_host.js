@@ -6,7 +6,8 @@
 // first values of its settings) and the text of its module (lib/qkv/widgets/js/<name>.js). The module is imported
 // from a blob: URL and rendered exactly as anywidget renders it in JupyterLab, with a model that keeps the state in
 // the page. Once it has drawn, the container is shown and the cell's static figure hidden on screen (print keeps
-// the figure and drops the explorer). If anything fails, the static figure stays and the error goes to the console.
+// the figure and drops the explorer). If anything fails, the static figure stays and the error goes to the console;
+// so it does when the state's text does not match the CRC-32 the build wrote beside it (a page cut or edited since).
 
 const STYLE_ID = "qkv-live-style";
 const STYLE = `
@@ -54,12 +55,42 @@ function staticFigures(container) {
   );
 }
 
+// CRC-32 (IEEE 802.3, as Python's zlib.crc32) of a string of ASCII characters, as 8 hex digits.
+let crcTable = null;
+export function crc32(text) {
+  if (!crcTable) {
+    crcTable = new Uint32Array(256);
+    for (let n = 0; n < 256; n++) {
+      let c = n;
+      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+      crcTable[n] = c >>> 0;
+    }
+  }
+  let crc = 0xffffffff;
+  for (let i = 0; i < text.length; i++) crc = crcTable[(crc ^ text.charCodeAt(i)) & 0xff] ^ (crc >>> 8);
+  return ((crc ^ 0xffffffff) >>> 0).toString(16).padStart(8, "0");
+}
+
+// The explorer's state, once its text matches the checksum the build wrote beside it.
+function readState(container) {
+  const script = container.querySelector('script[data-qkv="state"]');
+  const text = script.textContent;
+  const expected = script.dataset.qkvCrc32;
+  const found = crc32(text);
+  if (expected !== found) {
+    throw new Error(`its data do not match their checksum (CRC-32 ${found}, the build wrote ${expected}): ` +
+      "the page was changed or cut after it was built; build the book again");
+  }
+  return JSON.parse(text);
+}
+
 async function mount(container) {
   container.removeAttribute("data-qkv-pending");
-  const read = (what) => JSON.parse(container.querySelector(`script[data-qkv="${what}"]`).textContent);
-  const state = read("state");
-  const url = URL.createObjectURL(new Blob([read("module")], { type: "text/javascript" }));
+  let url = null;
   try {
+    const state = readState(container);
+    const source = JSON.parse(container.querySelector('script[data-qkv="module"]').textContent);
+    url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
     const module = await import(url);
     const el = document.createElement("div");
     container.append(el);
@@ -71,14 +102,16 @@ async function mount(container) {
     container.hidden = true;
     console.error(`qkv explorer ${container.dataset.qkvLive} did not start; the static figure stays:`, error);
   } finally {
-    URL.revokeObjectURL(url);
+    if (url) URL.revokeObjectURL(url);
   }
 }
 
-if (!document.getElementById(STYLE_ID)) {
-  const style = document.createElement("style");
-  style.id = STYLE_ID;
-  style.textContent = STYLE;
-  document.head.append(style);
+if (typeof document !== "undefined") { // (not in Node, where the tests import crc32)
+  if (!document.getElementById(STYLE_ID)) {
+    const style = document.createElement("style");
+    style.id = STYLE_ID;
+    style.textContent = STYLE;
+    document.head.append(style);
+  }
+  for (const container of document.querySelectorAll(".qkv-live[data-qkv-pending]")) mount(container);
 }
-for (const container of document.querySelectorAll(".qkv-live[data-qkv-pending]")) mount(container);
