@@ -32,6 +32,7 @@ __all__ = [
     "check_print_keeps_the_figure",
     "check_replaces_the_figure",
     "drag_to_end",
+    "embedded_state",
     "shoot",
     "standalone",
     "standalone_page",
@@ -119,7 +120,9 @@ def summary(page, name: str) -> str:
 
 
 def drag_to_end(page, slider, end: str) -> None:
-    """Drag the slider's thumb with the mouse past its ``"left"`` or ``"right"`` end."""
+    """Drag the slider's thumb with the mouse past its ``"left"`` or ``"right"`` end (scrolled into view first: the
+    mouse reaches only what the window shows)."""
+    slider.scroll_into_view_if_needed()
     box = slider.bounding_box()
     low, high = float(slider.get_attribute("min")), float(slider.get_attribute("max"))
     value = float(slider.input_value())
@@ -156,3 +159,12 @@ def check_print_keeps_the_figure(page, name: str) -> None:
     printed = page.evaluate(STATE_JS, name)
     assert not printed["visible"] and all(s["shown"] for s in printed["statics"]), "print shows the figure alone"
     page.emulate_media(media="screen")
+
+
+def embedded_state(page, name: str) -> dict:
+    """The state the page holds for explorer ``name`` (its data and first settings), as the build wrote it: for an
+    explorer of a trained model, what the page's model computed when the page ran."""
+    import json
+
+    text = page.locator(f'.qkv-live[data-qkv-live="{name}"] script[data-qkv="state"]').text_content()
+    return json.loads(text)

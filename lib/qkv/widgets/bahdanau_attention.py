@@ -1,21 +1,26 @@
 """Explorers of D2L 11.4, "Bahdanau Attention" (``book/bahdanau-attention.md``).
 
-:func:`decoding_explorer` steps through the greedy translation of one sentence: a slider picks the decoding step,
-and the bars show where in the source that step looked (its attention weights over the source tokens), with the
-translation emitted so far. In the book it draws every step side by side instead.
+:func:`decoding_explorer` steps through the greedy translation of a sentence: a slider picks the decoding step,
+and the bars show where in the source that step looked (its attention weights over the source tokens), beside the
+heatmap of every step and the translation emitted so far. It is a live explorer (:mod:`qkv.widgets._live`): the
+model's numbers are computed in Python, by :func:`decode_sentence`, and written into the page as they are
+(:func:`bahdanau_decoding_data`); the module ``js/bahdanau_decoding.js`` draws them, in JupyterLab and in the book,
+where no model runs. The static :func:`decoding_grid` (every step side by side) stays for print and readers without
+JavaScript.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import torch
 
 from qkv.translate import translate
-from qkv.widgets import ipywidgets_or_none, static_figure
+from qkv.widgets import _live as live
 
-__all__ = ["Decoding", "decode_sentence", "decoding_explorer"]
+__all__ = ["Decoding", "bahdanau_decoding_data", "decode_sentence", "decoding_explorer", "decoding_grid"]
 
 
 @dataclass
@@ -65,27 +70,67 @@ def decoding_grid(decoding: Decoding):
     return fig
 
 
-def decoding_explorer(model, data, sentence: str = "i'm home ."):
+def bahdanau_decoding_data(decodings: Mapping[str, Decoding]) -> dict:
+    """What ``js/bahdanau_decoding.js`` draws, as JSON values (D2L 11.4.3).
+
+    ``decodings`` maps each sentence, in the order of the explorer's menu, to its :func:`decode_sentence`. For each,
+    the data hold the sentence (``source``), its valid source tokens, the tokens emitted (up to ``<eos>``) and the
+    weights, one row per step and one column per source token. The weights are the float32 values the model
+    computed, each written as ``float(x)`` (JSON's shortest decimal for it reads back as the same number); nothing
+    is rounded and no padding is kept.
+    """
+    if not isinstance(decodings, Mapping) or not decodings:
+        raise TypeError("give a dict of one or more sentences, each with its Decoding (decode_sentence)")
+    sentences = []
+    for source, d in decodings.items():
+        if not isinstance(source, str) or not isinstance(d, Decoding):
+            raise TypeError(f"each sentence (a str) maps to its Decoding (decode_sentence), got {source!r}: {d!r}")
+        weights = d.weights.detach().to("cpu")
+        if weights.shape != (len(d.out_tokens), len(d.src_tokens)):
+            raise ValueError(
+                f"{source!r}: weights of shape {tuple(weights.shape)} do not fit {len(d.out_tokens)} emitted "
+                f"tokens x {len(d.src_tokens)} source tokens"
+            )
+        sentences.append(
+            {
+                "source": source,
+                "src_tokens": list(d.src_tokens),
+                "out_tokens": list(d.out_tokens),
+                "weights": [[float(x) for x in row] for row in weights.tolist()],
+            }
+        )
+    return {"sentences": sentences}
+
+
+def _sentences(sentence, more) -> list[str]:
+    """``sentence`` then each of ``more`` not already given, checked: strings only."""
+    if not isinstance(sentence, str):
+        raise TypeError(f'sentence must be one string, such as "i\'m home .", got {type(sentence).__name__}')
+    if not isinstance(more, Sequence) or isinstance(more, str) or not all(isinstance(s, str) for s in more):
+        raise TypeError(f'more is a tuple of sentences, such as ("go .", "i lost ."), got {more!r}')
+    return list(dict.fromkeys([sentence, *more]))
+
+
+def decoding_explorer(model, data, sentence: str = "i'm home .", *, more: Sequence[str] = ()):
     """Step through the greedy translation of ``sentence``: a slider picks the step (D2L 11.4.3).
 
-    Returns, in Jupyter, an ``ipywidgets.interactive`` panel; while the book is built (or without ipywidgets),
-    the static :func:`decoding_grid` of every step.
+    ``more``: other sentences to offer in a menu beside ``sentence`` (which comes first). Each is translated now,
+    by :func:`decode_sentence`; the explorer shows, for the chosen step, the bars of its weights over the source
+    tokens (the largest marked), the heatmap of every step with that step's row outlined, the translation so far,
+    and a line of text that says which token the step emitted and where its largest weight went.
+
+    Returns:
+        In Jupyter, a live widget (``js/bahdanau_decoding.js``; its traitlets ``sentence`` and ``step``, from 1,
+        are the controls). During the book build (:func:`qkv.widgets.static_mode`), the same explorer for the page,
+        with the model's numbers written in, after the static :func:`decoding_grid` of ``sentence`` that it
+        replaces; without anywidget, that figure alone (:mod:`qkv.widgets._live`).
     """
-    decoding = decode_sentence(model, data, sentence)
-    widgets = ipywidgets_or_none()
-    if widgets is None:
-        return static_figure(decoding_grid(decoding))
-    last = {"fig": None}
-
-    def draw(step):
-        if last["fig"] is not None:
-            plt.close(last["fig"])
-        fig, ax = plt.subplots(figsize=(4.5, 3))
-        _draw_step(ax, decoding, step - 1)
-        ax.set_ylabel("attention weight")
-        fig.tight_layout()
-        last["fig"] = fig
-        return fig
-
-    step = widgets.IntSlider(value=1, min=1, max=len(decoding.out_tokens), description="step")
-    return widgets.interactive(draw, step=step)
+    decodings = {s: decode_sentence(model, data, s) for s in _sentences(sentence, more)}
+    return live.explorer(
+        "bahdanau_decoding",
+        data=lambda: bahdanau_decoding_data(decodings),
+        settings={"sentence": sentence, "step": 1},
+        static=lambda: decoding_grid(decodings[sentence]),
+        label=f"Decoding explorer: choose {'a sentence and ' if len(decodings) > 1 else ''}a decoding step to see "
+        "where in the source that step looked",
+    )

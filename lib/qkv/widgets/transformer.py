@@ -1,21 +1,33 @@
 """Explorers of D2L 11.7, "The Transformer Architecture" (``book/transformer.md``).
 
-:func:`cross_attention_explorer` translates a sentence the reader types with the trained Transformer and shows, for a
-block and a head picked with sliders, where each emitted French token looked in the English source: the
-encoder-decoder attention, one row per emitted token, one column per valid source token. In the book, where there is
-no slider, it draws every block and head of one sentence side by side.
+:func:`cross_attention_explorer` shows where the trained Transformer looked while it translated: for a sentence, a
+block and a head, its encoder-decoder attention, one row per emitted French token, one column per valid English
+source token. It is a live explorer (:mod:`qkv.widgets._live`): the module ``js/cross_attention.js`` draws it, in
+JupyterLab and in the book, from :func:`cross_attention_data`, the weights of a few sentences computed by ``qkv``
+when the page runs; a menu picks the sentence, sliders the block, the head and the emitted token. In JupyterLab a
+text box adds the sentences the reader types (the kernel translates them). The static :func:`cross_attention_grid`
+of every block and head stays for print and readers without JavaScript.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import torch
 
-from qkv.widgets import ipywidgets_or_none, static_figure
+from qkv.widgets import _live as live
+from qkv.widgets import static_mode
 
-__all__ = ["CrossAttention", "cross_attention", "cross_attention_grid", "cross_attention_explorer"]
+__all__ = [
+    "CrossAttention",
+    "cross_attention",
+    "cross_attention_data",
+    "cross_attention_grid",
+    "cross_attention_explorer",
+]
 
 
 @dataclass
@@ -75,39 +87,116 @@ def cross_attention_grid(attn: CrossAttention):
     return fig
 
 
-def cross_attention_explorer(model, data, sentence: str = "i'm home ."):
-    """Type a sentence, pick a block and a head: where each emitted token looked in the source (D2L 11.7.6).
+def _sentence_key(sentence: str) -> str:
+    """A sentence as the explorer names it: its words separated by single spaces."""
+    return " ".join(sentence.split())
 
-    Returns, in Jupyter, an ``ipywidgets.interactive`` panel (a text box and two sliders); while the book is built
-    (or without ipywidgets), the static :func:`cross_attention_grid` of ``sentence``.
+
+def _entry(data, sentence: str, attn: CrossAttention) -> dict:
+    """One sentence of :func:`cross_attention_data`."""
+    from qkv.data.mt import preprocess_fra_eng
+
+    words = preprocess_fra_eng(sentence).split()
+    unk = data.src_vocab["<unk>"]
+    unknown = list(dict.fromkeys(w for w in words[: data.num_steps] if data.src_vocab[w] == unk))
+    return {
+        "sentence": sentence,
+        "src": list(attn.src_tokens),
+        "out": list(attn.out_tokens),
+        "weights": attn.weights.tolist(),  # float32 values as Python floats: exact, and JSON writes them exactly
+        "checksum": math.fsum(attn.weights.flatten().tolist()),
+        "unknown": unknown,
+        "cut": len(words) + 1 > data.num_steps,
+    }
+
+
+def cross_attention_data(data, attentions: Mapping[str, CrossAttention]) -> dict:
+    """What ``js/cross_attention.js`` draws from, as JSON values (D2L 11.7.6).
+
+    ``attentions`` maps each sentence, in the explorer's order, to its :func:`cross_attention`; ``data`` is the
+    translation data the model was trained on (its source vocabulary and ``num_steps``). Each sentence gives its
+    valid source tokens ``src``, the emitted tokens ``out``, the weights (blocks, heads, emitted, source) as nested
+    lists of the float32 values written exactly, their sum ``checksum`` (math.fsum, which the page checks), the words
+    that are not in the source vocabulary (read as ``<unk>``) and whether the sentence was cut to ``num_steps``
+    tokens.
     """
-    first = cross_attention(model, data, sentence)
-    widgets = ipywidgets_or_none()
-    if widgets is None:
-        return static_figure(cross_attention_grid(first))
-    cache = {sentence: first}
-    last = {"fig": None}
+    if not isinstance(attentions, Mapping) or not attentions:
+        raise ValueError("give at least one sentence's cross_attention, as a dict {sentence: CrossAttention}")
+    first = next(iter(attentions.values()))
+    shape = (first.num_blocks, first.num_heads)
+    for sentence, attn in attentions.items():
+        if not isinstance(attn, CrossAttention):
+            raise TypeError(f"attentions[{sentence!r}] is a {type(attn).__name__}, not a CrossAttention")
+        if (attn.num_blocks, attn.num_heads) != shape:
+            raise ValueError(f"every sentence needs the same blocks and heads; {sentence!r} has another model's")
+    return {
+        "blocks": shape[0],
+        "heads": shape[1],
+        "num_steps": int(data.num_steps),
+        "sentences": [_entry(data, sentence, attn) for sentence, attn in attentions.items()],
+    }
 
-    def draw(sentence, block, head):
-        if last["fig"] is not None:
-            plt.close(last["fig"])
-        fig, ax = plt.subplots(figsize=(4.5, 3.2))
-        last["fig"] = fig
-        if not sentence.strip():
-            ax.set_axis_off()
-            ax.text(0.5, 0.5, "type an English sentence", ha="center", va="center")
-            return fig
-        if sentence not in cache:
-            cache[sentence] = cross_attention(model, data, sentence)
-        _draw(ax, cache[sentence], block - 1, head - 1)
-        ax.set_xlabel("source (English)")
-        ax.set_ylabel("emitted (French)")
-        fig.tight_layout()
-        return fig
 
-    return widgets.interactive(
-        draw,
-        sentence=widgets.Text(value=sentence, description="sentence", continuous_update=False),
-        block=widgets.IntSlider(value=first.num_blocks, min=1, max=first.num_blocks, description="block"),
-        head=widgets.IntSlider(value=1, min=1, max=first.num_heads, description="head"),
+def cross_attention_explorer(model, data, sentence: str = "i'm home .", more: Sequence[str] = ()):
+    """Pick a sentence, a block, a head and an emitted token: where that token looked in the source (D2L 11.7.6).
+
+    ``sentence`` is shown first and ``more`` are the other sentences of the explorer's menu; each is translated
+    greedily by ``model`` (:func:`cross_attention`) when this runs. In JupyterLab a text box also takes new
+    sentences: setting the widget's ``sentence`` to one the menu lacks translates it and adds it to ``data``; a
+    sentence that cannot be translated (one of spaces only) leaves the menu and ``sentence`` as they were and sets
+    ``data["error"]`` (the sentence, the message and a count), which the page shows.
+
+    Returns:
+        In Jupyter, a live widget (``js/cross_attention.js``; its traitlets ``sentence``, ``block``, ``head`` and
+        ``step`` are the controls, counted from 1). During the book build (:func:`qkv.widgets.static_mode`), the
+        same explorer for the page, after the static :func:`cross_attention_grid` of ``sentence`` that it replaces;
+        without anywidget, that figure alone (:mod:`qkv.widgets._live`).
+    """
+    if isinstance(more, str) or not all(isinstance(s, str) for s in more):
+        raise TypeError(f'more is a tuple of sentences, such as ("go .", "i lost ."), got {more!r}')
+    if not isinstance(sentence, str):
+        raise TypeError(f'sentence must be one string, such as "i\'m home .", got {type(sentence).__name__}')
+    sentences = list(dict.fromkeys(_sentence_key(s) for s in (sentence, *more)))
+    attentions = {s: cross_attention(model, data, s) for s in sentences}
+    first = attentions[sentences[0]]
+    settings = {"sentence": sentences[0], "block": first.num_blocks, "head": 1, "step": 1}
+    if not static_mode():
+        settings["typing"] = True  # a kernel is there to translate what the reader types
+    panel = live.explorer(
+        "cross_attention",
+        data=lambda: cross_attention_data(data, attentions),
+        settings=settings,
+        static=lambda: cross_attention_grid(first),
+        label="Encoder-decoder attention explorer: choose a sentence, a block, a head and an emitted French token",
     )
+    if not hasattr(panel, "observe"):  # the book's explorer or the static figure: nothing to translate later
+        return panel
+
+    def add_sentence(change):
+        """Translate a sentence the page asks for (the text box) and add it to the data, or say why not."""
+        typed = change["new"]
+        known = {entry["sentence"] for entry in panel.data["sentences"]}
+        key = _sentence_key(typed)
+        if typed in known:
+            return
+        if key in known:  # the same words, other spaces
+            panel.sentence = key
+            return
+        try:
+            attn = cross_attention(model, data, key)
+            entry = _entry(data, key, attn)
+            if (attn.num_blocks, attn.num_heads) != (panel.data["blocks"], panel.data["heads"]):
+                raise ValueError("the model changed since the explorer was made; run its cell again")
+        except (TypeError, ValueError, KeyError, IndexError, RuntimeError) as err:
+            count = panel.data.get("error", {}).get("count", 0) + 1  # a new dict each time, so that it syncs
+            error = {"sentence": typed, "message": f"could not translate {typed!r}: {err}", "count": count}
+            panel.data = {**panel.data, "error": error}
+            panel.sentence = change["old"]
+            return
+        kept = {k: v for k, v in panel.data.items() if k != "error"}
+        panel.data = {**kept, "sentences": [*panel.data["sentences"], entry]}  # a new dict, so that it syncs
+        if key != typed:
+            panel.sentence = key
+
+    panel.observe(add_sentence, names="sentence")
+    return panel

@@ -2,8 +2,10 @@
 sets the length of the sequence a ViT reads, and what its attention costs, with sliders for the image size and the
 patch size.
 
-:func:`patch_explorer` returns the controls in Jupyter and the static :func:`patch_grid` in the book (see
-:mod:`qkv.widgets`). The numbers come from :func:`patch_costs`.
+:func:`patch_explorer` is a live explorer (:mod:`qkv.widgets._live`): the module ``js/vit_patches.js`` draws it, in
+JupyterLab and in the book, from :func:`patch_explorer_data` (the image's grey levels and the model's sizes), and
+resizes the image and counts the patches, tokens and multiply-adds in the page as the sliders move; the static
+:func:`patch_grid` stays for print and readers without JavaScript. The numbers come from :func:`patch_costs`.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ import matplotlib.pyplot as plt
 import torch
 from torch.nn import functional as F
 
-from qkv._validate import positive_int
+from qkv._validate import int_in, positive_int
 from qkv.plotting import use_svg_display
-from qkv.widgets import ipywidgets_or_none, static_figure
+from qkv.widgets import _live as live
 
-__all__ = ["IMAGE_SIZES", "patch_costs", "patch_grid", "patch_explorer"]
+__all__ = ["IMAGE_SIZES", "patch_costs", "patch_grid", "patch_explorer_data", "patch_explorer"]
 
 #: The image sides on the explorer's slider: Fashion-MNIST's 28 and its multiples up to D2L's 96 and ViT's 224.
 IMAGE_SIZES = (28, 56, 84, 96, 112, 224)
@@ -48,6 +50,11 @@ def patch_costs(img_size: int, patch_size: int, num_hiddens: int = 64, num_heads
 
 def _divisors(n: int) -> list[int]:
     return [d for d in range(2, n + 1) if n % d == 0]
+
+
+def _following_patch(img_size: int) -> int:
+    """The patch size that follows a new image size: the divisor nearest a quarter of it (the smaller if two are)."""
+    return min(_divisors(img_size), key=lambda d: abs(d - img_size / 4))
 
 
 def _resized(image: torch.Tensor, S: int) -> torch.Tensor:
@@ -84,40 +91,73 @@ def patch_grid(settings: Sequence[tuple[int, int]] = ((28, 14), (28, 7), (28, 4)
     return fig
 
 
+def _grey_levels(image) -> torch.Tensor:
+    """``image`` as a 2-D tensor of finite grey levels in [0, 1]; a clear error otherwise."""
+    image = torch.as_tensor(image)
+    if image.dim() != 2 or min(image.shape) < 1:
+        raise ValueError(f"the image must be 2-D, (height, width), got shape {tuple(image.shape)}")
+    if not (image.is_floating_point() and bool(torch.isfinite(image).all())):
+        raise ValueError("the image must hold finite floating-point grey levels in [0, 1]")
+    if bool((image < 0).any() or (image > 1).any()):
+        raise ValueError(f"the image's grey levels must be in [0, 1], got {float(image.min())} to {float(image.max())}")
+    return image
+
+
+def patch_explorer_data(
+    image=None, image_sizes: Sequence[int] = IMAGE_SIZES, num_hiddens: int = 64, num_heads: int = 4
+) -> dict:
+    """What ``js/vit_patches.js`` draws from, as JSON values (D2L 11.8).
+
+    The image's grey levels, row by row, each value exactly as the tensor holds it (``float`` of a float32 value is
+    that value); the page resizes it to each side S of ``image_sizes`` as :func:`torch.nn.functional.interpolate`
+    does (bilinear, ``align_corners=False``) and counts what :func:`patch_costs` counts with ``num_hiddens`` and
+    ``num_heads``. ``image`` defaults to Fashion-MNIST's test image 0
+    (:func:`qkv.figures.vision_transformer.sample_image`)."""
+    from qkv.figures.vision_transformer import sample_image
+
+    image = _grey_levels(sample_image() if image is None else image)
+    sizes = [int_in(S, "each image size", 2) for S in image_sizes]
+    if not sizes:
+        raise ValueError("give at least one image size")
+    return {
+        "image": [[float(x) for x in row] for row in image.tolist()],
+        "image_sizes": sizes,
+        "num_hiddens": positive_int(num_hiddens, "num_hiddens"),
+        "num_heads": positive_int(num_heads, "num_heads"),
+    }
+
+
 def patch_explorer(image=None):
     """Explore the patch size: sliders for the image size and the patch size (one of its divisors); the image cut
     into patches, the sequence length and the cost of attention against the projections (D2L 11.8).
 
+    The image (default: Fashion-MNIST's test image 0) is resized to each size of :data:`IMAGE_SIZES`; moving the
+    image size moves the patch size to the divisor nearest a quarter of it. A line of text says the number of
+    patches, the sequence length and the ratio of attention's cost to the projections'.
+
     Returns:
-        In Jupyter, an ``ipywidgets.interactive`` panel. During the book build, or without ipywidgets, the static
-        :func:`patch_grid` instead.
+        In Jupyter, a live widget (``js/vit_patches.js``; its traitlets ``img_size`` and ``patch_size`` are the
+        sliders, and setting ``img_size`` alone to a size that the patch does not divide moves ``patch_size`` as
+        the slider does). During the book build (:func:`qkv.widgets.static_mode`), the same explorer for the
+        page, after the static :func:`patch_grid` that it replaces; without anywidget, that figure alone
+        (:mod:`qkv.widgets._live`).
     """
     from qkv.figures.vision_transformer import sample_image
 
-    image = sample_image() if image is None else image
-    widgets = ipywidgets_or_none()
-    if widgets is None:
-        return static_figure(patch_grid(image=image))
-    last = {"fig": None}
-    size = widgets.SelectionSlider(options=list(IMAGE_SIZES), value=28, description="image")
-    patch = widgets.SelectionSlider(options=_divisors(28), value=7, description="patch")
+    image = _grey_levels(sample_image() if image is None else image)
+    shown = live.explorer(
+        "vit_patches",
+        data=lambda: patch_explorer_data(image),
+        settings={"img_size": 28, "patch_size": 7},
+        static=lambda: patch_grid(image=image),
+        label="Patch explorer: choose the image size and the patch size, and see the patches, the sequence length "
+        "and what attention costs",
+    )
+    if hasattr(shown, "observe"):  # the widget: keep the patch a divisor of the image size, as the slider does
 
-    def follow(change):  # the patch size must divide the image size
-        options = _divisors(change["new"])
-        patch.options = options
-        patch.value = min(options, key=lambda d: abs(d - change["new"] / 4))
+        def follow(change):
+            if change["new"] % shown.patch_size:
+                shown.patch_size = _following_patch(change["new"])
 
-    size.observe(follow, names="value")
-
-    def draw(img_size, patch_size):
-        if last["fig"] is not None:
-            plt.close(last["fig"])
-        if img_size % patch_size:  # between the two sliders' updates
-            return None
-        fig, ax = plt.subplots(figsize=(3.6, 3.8))
-        _draw(ax, image, img_size, patch_size)
-        fig.tight_layout()
-        last["fig"] = fig
-        return fig
-
-    return widgets.interactive(draw, img_size=size, patch_size=patch)
+        shown.observe(follow, names="img_size")
+    return shown

@@ -1,6 +1,5 @@
 """Tests for qkv.widgets itself, what every section's explorer shares: the book-build flag, the fall-back to a
-static figure without ipywidgets (the explorers not yet live) or anywidget (the live ones: qkv.widgets._live), and
-detaching that figure from pyplot."""
+static figure without anywidget (qkv.widgets._live), and detaching that figure from pyplot."""
 
 import sys
 from pathlib import Path
@@ -10,7 +9,6 @@ import matplotlib
 matplotlib.use("Agg")
 
 import anywidget  # noqa: E402
-import ipywidgets  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
@@ -22,6 +20,7 @@ from qkv.widgets.attention_pooling import nadaraya_watson_explorer  # noqa: E402
 from qkv.widgets.attention_scoring_functions import softmax_scaling_explorer  # noqa: E402
 from qkv.widgets.multihead_attention import kv_cache_explorer  # noqa: E402
 from qkv.widgets.self_attention_and_positional_encoding import encoding_explorer  # noqa: E402
+from qkv.widgets.vision_transformer import patch_explorer  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("close_figures")
 
@@ -44,12 +43,10 @@ def test_the_flag_is_the_one_the_book_build_sets():
 def test_static_mode_follows_the_book_build_flag(monkeypatch, value, static):
     monkeypatch.setenv(widgets.BOOK_BUILD_ENV, value)
     assert widgets.static_mode() is static
-    assert (widgets.ipywidgets_or_none() is None) is static
 
 
 def test_static_mode_is_off_without_the_flag(jupyter):
     assert not widgets.static_mode()
-    assert widgets.ipywidgets_or_none() is ipywidgets
 
 
 @pytest.mark.parametrize("value", ["0", ""])
@@ -57,13 +54,8 @@ def test_an_unset_or_zero_book_flag_means_widgets(monkeypatch, value):
     monkeypatch.setenv(widgets.BOOK_BUILD_ENV, value)
     assert not widgets.static_mode()
     assert isinstance(softmax_scaling_explorer((1, 4), num_keys=4), anywidget.AnyWidget)
-    assert isinstance(kv_cache_explorer(), ipywidgets.interactive)
-
-
-def test_without_ipywidgets_an_ipywidgets_explorer_falls_back_to_a_figure_with_a_note(jupyter, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # makes `import ipywidgets` raise ImportError
-    assert isinstance(kv_cache_explorer(), Figure)
-    assert capsys.readouterr().out == widgets.NO_WIDGETS_NOTE + "\n"
+    assert isinstance(kv_cache_explorer(), anywidget.AnyWidget)
+    assert isinstance(patch_explorer(), anywidget.AnyWidget)
 
 
 def test_without_anywidget_the_live_explorers_fall_back_to_figures_with_a_note(jupyter, monkeypatch, capsys):
@@ -72,15 +64,18 @@ def test_without_anywidget_the_live_explorers_fall_back_to_figures_with_a_note(j
     assert isinstance(nadaraya_watson_explorer(x, y), Figure)
     assert isinstance(softmax_scaling_explorer((1, 4), num_keys=4), Figure)
     assert isinstance(encoding_explorer(), Figure)
+    assert isinstance(kv_cache_explorer(), Figure)
+    assert isinstance(patch_explorer(), Figure)
     out = capsys.readouterr().out
-    assert out.count(live.NO_ANYWIDGET_NOTE) == 3 and out.count("\n") == 3, "one line per explorer"
+    assert out.count(live.NO_ANYWIDGET_NOTE) == 5 and out.count("\n") == 5, "one line per explorer"
 
 
-def test_the_book_build_needs_no_ipywidgets_and_prints_nothing(monkeypatch, capsys):
+def test_the_book_build_needs_no_anywidget_and_prints_nothing(monkeypatch, capsys):
+    """The book build runs the modules in the page: a missing anywidget changes nothing and prints no note."""
     monkeypatch.setenv(widgets.BOOK_BUILD_ENV, "1")
-    monkeypatch.setitem(sys.modules, "ipywidgets", None)
-    assert widgets.ipywidgets_or_none() is None
-    assert capsys.readouterr().out == "", "the printed book shows no note about a missing ipywidgets"
+    monkeypatch.setitem(sys.modules, "anywidget", None)
+    assert isinstance(kv_cache_explorer(), live.BookExplorer)
+    assert capsys.readouterr().out == "", "the printed book shows no note about a missing anywidget"
 
 
 def test_static_figure_detaches_the_figure_from_pyplot():

@@ -21,7 +21,9 @@ from qkv.widgets import _live as live  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("close_figures")
 
-MODULES = ("softmax_scaling", "nadaraya_watson", "positional_encoding")
+#: Every explorer of the book, one module each (D2L 11.2 to 11.9).
+MODULES = ("nadaraya_watson", "softmax_scaling", "bahdanau_decoding", "kv_cache", "positional_encoding",
+           "cross_attention", "vit_patches", "sampling")  # fmt: skip
 
 
 def _figure():
@@ -41,6 +43,8 @@ def _explorer(**settings):
 
 
 def test_every_module_is_an_anywidget_module_with_a_render_function():
+    found = {p.stem for p in live.JS_DIR.glob("*.js")} - {live.HOST}
+    assert found == set(MODULES), "a module without its checks here, or a listed one missing"
     for name in MODULES:
         text = live.module_text(name)
         assert re.search(r"^export default \{ render \};$", text, re.M), f"{name}.js: anywidget's default export"

@@ -5,15 +5,18 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import ipywidgets  # noqa: E402
+import anywidget  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from qkv.widgets import _live as live  # noqa: E402
 from qkv.widgets.multihead_attention import (  # noqa: E402
+    BATCH_SIZES,
     CONTEXTS,
     LLAMA2_70B,
     cache_curve,
+    kv_cache_data,
     kv_cache_explorer,
     kv_cache_grid,
 )
@@ -45,32 +48,79 @@ def test_bad_settings_raise_clear_errors():
         kv_cache_grid(())
 
 
-def test_explorer_is_an_interactive_widget_that_redraws(jupyter):
+def test_explorer_data_are_the_models_sizes_and_the_axis():
+    data = kv_cache_data()
+    assert data == {
+        "model": LLAMA2_70B,
+        "kv_heads": [1, 2, 4, 8, 16, 32, 64],
+        "contexts": list(CONTEXTS),
+        "batch_sizes": [1, 2, 4, 8, 16, 32, 64],
+        "bytes_per_number": 2,
+    }
+    assert list(BATCH_SIZES) == data["batch_sizes"]
+    small = kv_cache_data({"num_hiddens": 768, "num_heads": 12, "num_layers": 12}, (16, 256), (1, 3), 4)
+    assert small["kv_heads"] == [1, 2, 3, 4, 6, 12] and small["contexts"] == [16, 256]
+    assert small["batch_sizes"] == [1, 3] and small["bytes_per_number"] == 4
+
+
+@pytest.mark.parametrize(
+    "args, error, message",
+    [
+        (({"num_hiddens": 100, "num_heads": 64, "num_layers": 80},), ValueError, "must split into num_heads = 64"),
+        (({"num_hiddens": 8192, "num_heads": 64},), ValueError, "num_layers"),
+        (({"num_hiddens": 8192, "num_heads": 0, "num_layers": 80},), ValueError, "model\\['num_heads'\\]"),
+        ((LLAMA2_70B, ()), ValueError, "at least one context length"),
+        ((LLAMA2_70B, (4096, 1024)), ValueError, "context lengths must increase"),
+        ((LLAMA2_70B, CONTEXTS, (1, 2.5)), TypeError, "each batch size"),
+        ((LLAMA2_70B, CONTEXTS, (1, 2), 0), ValueError, "bytes_per_number"),
+    ],
+)
+def test_bad_explorer_data_raise_clear_errors(args, error, message):
+    with pytest.raises(error, match=message):
+        kv_cache_data(*args)
+
+
+def test_explorer_is_a_live_widget(jupyter):
     panel = kv_cache_explorer()
-    assert isinstance(panel, ipywidgets.interactive)
-    g, batch = panel.children[0], panel.children[1]
-    assert list(g.options) == [1, 2, 4, 8, 16, 32, 64] and g.value == 64
-    for heads, size in [(8, 1), (1, 4), (64, 2)]:
-        g.value, batch.value = heads, size
-        (ax,) = panel.result.axes
-        assert f"G = {heads} of 64 heads, batch {size}" == ax.get_title()
-        caches, weights = cache_curve(heads, batch_size=size)
-        mine = [line for line in ax.get_lines() if line.get_label().endswith("key/value cache")]
-        assert list(mine[0].get_ydata()) == pytest.approx(caches)
-        assert list(mine[0].get_xdata()) == list(CONTEXTS)
-        flat = [line for line in ax.get_lines() if line.get_label().endswith("attention weights")]
-        assert list(flat[0].get_ydata()) == pytest.approx([weights, weights])
-        others = {line.get_label() for line in ax.get_lines()} - {mine[0].get_label(), flat[0].get_label()}
-        assert others == {"G = 64 (MHA)", "G = 1 (MQA)"} - {f"G = {heads}" + (" (MHA)" if heads == 64 else " (MQA)")}
+    assert isinstance(panel, anywidget.AnyWidget)
+    assert panel._esm == live.module_text("kv_cache")
+    assert panel.data == kv_cache_data()
+    assert (panel.num_kv_heads, panel.batch_size, panel.context) == (64, 1, 32_768)
+    panel.num_kv_heads, panel.batch_size, panel.context = 8, 4, 131_072  # what the sliders set
+    assert panel.get_state(["num_kv_heads", "batch_size", "context"]) == {
+        "num_kv_heads": 8,
+        "batch_size": 4,
+        "context": 131_072,
+    }
+    small = kv_cache_explorer({"num_hiddens": 768, "num_heads": 12, "num_layers": 12})
+    assert small.num_kv_heads == 12 and small.data["kv_heads"] == [1, 2, 3, 4, 6, 12]
+
+
+def test_a_bad_model_is_a_clear_error_before_anything_is_drawn(jupyter):
+    with pytest.raises(ValueError, match="must split into num_heads = 7"):
+        kv_cache_explorer({"num_hiddens": 64, "num_heads": 7, "num_layers": 2})
 
 
 def test_explorer_draws_a_static_grid_in_the_book(book_build):
-    fig = kv_cache_explorer()
+    explorer = kv_cache_explorer()
+    assert isinstance(explorer, live.BookExplorer) and explorer.name == "kv_cache"
+    assert explorer.settings == {"num_kv_heads": 64, "batch_size": 1, "context": 32_768}
+    assert explorer.data == kv_cache_data()
+    fig = explorer.figure
     assert isinstance(fig, Figure) and not plt.fignum_exists(fig.number)
     assert [ax.get_title() for ax in fig.axes] == [f"G = {g} of 64 heads, batch 1" for g in (64, 8, 1)]
     for ax, g in zip(fig.axes, (64, 8, 1)):
         (cache,) = [line for line in ax.get_lines() if line.get_label().endswith("key/value cache")]
         assert list(cache.get_ydata()) == pytest.approx(cache_curve(g, model=LLAMA2_70B)[0])
+        assert list(cache.get_xdata()) == list(CONTEXTS)
+        (flat,) = [line for line in ax.get_lines() if line.get_label().endswith("attention weights")]
+        assert list(flat.get_ydata()) == pytest.approx([cache_curve(g)[1]] * 2)
+
+
+def test_the_static_grid_of_a_model_without_8_heads_to_share_uses_the_largest_fewer(book_build):
+    """12 heads: the middle panel is G = 6, the largest divisor of 12 up to Llama 2 70B's 8."""
+    fig = kv_cache_explorer({"num_hiddens": 768, "num_heads": 12, "num_layers": 12}).figure
+    assert [ax.get_title() for ax in fig.axes] == [f"G = {g} of 12 heads, batch 1" for g in (12, 6, 1)]
 
 
 def test_the_books_alt_text_of_the_explorer_holds():
@@ -89,3 +139,15 @@ def test_the_books_alt_text_of_the_explorer_holds():
     assert dict(zip(CONTEXTS, gqa))[65_536] < gqa_weights < dict(zip(CONTEXTS, gqa))[131_072]
     mqa, mqa_weights = cache_curve(1)
     assert max(mqa) < mqa_weights
+
+
+def test_the_books_words_on_the_batch_hold():
+    """'...with 8 sequences even the grouped-query cache reaches the weights at 9,216 tokens' (the explorer's text)."""
+    from course import notebooks as nbs
+    from course.section import section
+
+    cells = nbs.read(section("multihead-attention").path).cells
+    text = " ".join(" ".join(c.source.split()) for c in cells if c.cell_type == "markdown")
+    assert "with 8 sequences even the grouped-query cache reaches the weights at 9,216 tokens" in text
+    caches, weights = cache_curve(8, contexts=(9215, 9216), batch_size=8)
+    assert caches[0] < weights == caches[1]
