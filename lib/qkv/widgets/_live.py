@@ -1,10 +1,17 @@
-"""Live explorers: one JavaScript module per explorer, the same in JupyterLab and in the book (D2L 11.2, 11.3, 11.6).
+"""Live explorers: one JavaScript module per explorer, the same in JupyterLab and in the book (D2L 11.2 to 11.9).
 
-An explorer that is pure arithmetic (a softmax, a kernel, a table of sines) is
-written once, as a small ES module under ``lib/qkv/widgets/js/<name>.js`` that
-draws it and recomputes it in float64 as the reader moves a control. Its
-Python side (``qkv.widgets.<section>``) computes the data the module needs
-(random draws, training points) and calls :func:`explorer`, which gives:
+Every explorer is written once, as a small ES module under
+``lib/qkv/widgets/js/<name>.js`` that draws it and redraws it as the reader
+moves a control. An explorer of pure arithmetic (a softmax, a kernel, a table
+of sines, a cache's size, a resized image) recomputes in float64 in the page.
+An explorer of a trained model (11.4's and 11.7's attention, 11.9's next
+character) cannot run the model there: its Python side runs the model when the
+cell runs (for the book, when the page is built) and embeds what it computed,
+float32 values written exactly, and the page draws those numbers (11.9's page
+still does the arithmetic after the model: temperature and top-k on the
+logits). Its Python side (``qkv.widgets.<section>``) computes the data the
+module needs (random draws, training points, a model's outputs) and calls
+:func:`explorer`, which gives:
 
 * in Jupyter, an ``anywidget`` widget (:func:`widget_class`): the data and each
   setting are traitlets, so ``panel.d = 64`` moves the slider and a moved slider
