@@ -3,8 +3,9 @@ page's width on a phone, for one or more built editions of the book.
 
 Each page is opened once, served on 127.0.0.1 by the test suite's reader (``tests/support/browser.py``: Debian's
 Chromium, headless, no request leaves the book) and inspected exactly as the book tier inspects it
-(``tests/support/a11y.py``): axe-core (the version pinned in ``publish/vendor.py``) with its default rules, in the
-theme's light and dark colour modes; then the page at 390 px wide. Violations are counted by element (axe's nodes):
+(``tests/support/a11y.py``): axe-core (the version pinned in ``publish/vendor.py``) with its default rules in the
+theme's light colour mode, and with the rules that read colours (``a11y.COLOUR_RULES``) in its dark mode; then the
+page at 390 px wide. Violations are counted by element (axe's nodes):
 serious or critical in what the course owns, serious or critical that belong to the theme
 (``tests/book/axe_theme_known.toml``), moderate and minor.
 

@@ -61,15 +61,17 @@ def test_explorers_run_from_a_folder_opened_as_file_urls(explorers):
 def _from_a_folder(reader, html, pages):
     context = reader.browser.new_context()
     try:
-        for name, path in pages.items():
+        opened = []
+        for name, path in pages.items():  # every page loads at once; then each explorer is waited for
             page = context.new_page()
             errors = []
             page.on("pageerror", lambda err, errors=errors: errors.append(str(err)))
             page.on("console", lambda msg, errors=errors: msg.type == "error" and errors.append(msg.text))
-            page.goto((html / path).as_uri(), wait_until="domcontentloaded")
-            page.wait_for_function(ex.READY_JS, arg=name, timeout=10_000)
+            page.goto((html / path).as_uri(), wait_until="commit")
+            opened.append((name, page, errors))
+        for name, page, errors in opened:
+            page.wait_for_function(ex.READY_JS, arg=name, timeout=20_000)
             assert not [e for e in errors if "qkv" in e or "module" in e], f"{name} from file://: {errors}"
-            page.close()
     finally:
         context.close()
 

@@ -28,6 +28,8 @@ from pathlib import Path
 
 KNOWN_FILE = Path(__file__).resolve().parents[1] / "book" / "axe_theme_known.toml"
 THEMES = ("light", "dark")
+#: The rules of axe-core that read colours: all that the dark colour mode can change.
+COLOUR_RULES = ("color-contrast", "link-in-text-block")
 #: The impacts that fail a page (axe's scale: minor, moderate, serious, critical).
 FAILING = ("serious", "critical")
 PHONE = (390, 844)  # a phone's CSS pixels (an iPhone 12-15), width x height
@@ -37,12 +39,14 @@ _KNOWN_KEYS = {"rule", "selector", "owner", "upstream", "why"}
 # experimental ones off) and returns the violations, each node with the index of the known entry that covers it.
 # axe preloads every stylesheet as a CSSOM for one experimental rule (css-orientation-lock), which costs seconds on a
 # page of the book and is never used; it still preloads media, for the rules about audio and video.
-_AUDIT_JS = """async (known) => {
+_AUDIT_JS = """async ([known, rules]) => {
   const badSelectors = known.map(entry => entry.selector).filter(selector => {
     try { document.querySelector(selector); return false; } catch (err) { return true; }
   });
   const matches = (el, entry) => !badSelectors.includes(entry.selector) && el.matches(entry.selector);
-  const results = await axe.run(document, {resultTypes: ['violations'], preload: {assets: ['media']}});
+  const options = {resultTypes: ['violations'], preload: {assets: ['media']}};
+  if (rules) options.runOnly = {type: 'rule', values: rules};
+  const results = await axe.run(document, options);
   const violations = results.violations.map(v => ({
     rule: v.id, impact: v.impact, help: v.help, helpUrl: v.helpUrl,
     nodes: v.nodes.map(n => {
@@ -158,12 +162,13 @@ def axe_source() -> str:
     return vendor.axe_core_js().read_text(encoding="utf-8")
 
 
-def audit(page, axe_js: str, known: list[Known]) -> dict:
-    """axe's violations on ``page`` as it is now (injecting axe first if the page lacks it)."""
+def audit(page, axe_js: str, known: list[Known], rules: tuple[str, ...] | None = None) -> dict:
+    """axe's violations on ``page`` as it is now (injecting axe first if the page lacks it): of its default rules, or
+    of ``rules`` alone."""
     if not page.evaluate("() => typeof window.axe === 'object'"):
         page.add_script_tag(content=axe_js)
     entries = [{"rule": k.rule, "selector": k.selector} for k in known]
-    return page.evaluate(_AUDIT_JS, entries)
+    return page.evaluate(_AUDIT_JS, [entries, list(rules) if rules else None])
 
 
 def set_theme(page, theme: str) -> None:
@@ -184,12 +189,14 @@ def phone_layout(page, size: tuple[int, int] = PHONE) -> dict:
 
 
 def inspect(page, axe_js: str, known: list[Known], phone_shot: Path | None = None) -> dict:
-    """Audit ``page`` in each colour mode (light, then dark), then back in light mode measure it at a phone's width
-    (:func:`phone_layout`) and, if ``phone_shot`` is given, photograph the whole page there. JSON-serialisable."""
+    """Audit ``page`` in each colour mode (light with every default rule, then dark with the rules that depend on
+    colour, :data:`COLOUR_RULES`: the others read the page's structure, which a colour mode does not change), then
+    back in light mode measure it at a phone's width (:func:`phone_layout`) and, if ``phone_shot`` is given,
+    photograph the whole page there. JSON-serialisable."""
     report: dict = {"axe": {}}
     for theme in THEMES:
         set_theme(page, theme)
-        report["axe"][theme] = audit(page, axe_js, known)
+        report["axe"][theme] = audit(page, axe_js, known, None if theme == "light" else COLOUR_RULES)
     set_theme(page, "light")
     report["phone"] = phone_layout(page)
     if phone_shot is not None:

@@ -37,7 +37,7 @@ const STYLE = `
 .qkv-vit-patches svg text { fill: ${RED}; stroke: #fff; paint-order: stroke; font-family: inherit; }
 .qkv-vit-patches table { flex: 1 1 240px; max-width: 26em; border-collapse: collapse;
   font-variant-numeric: tabular-nums; }
-.qkv-vit-patches caption { text-align: left; font-weight: 600; padding-bottom: 0.3em; }
+.qkv-vit-patches caption { text-align: left; font-weight: 600; padding-bottom: 0.3em; color: inherit; }
 .qkv-vit-patches th, .qkv-vit-patches td { padding: 0.2em 0.4em 0.2em 0; vertical-align: top;
   border-bottom: 1px solid color-mix(in srgb, currentColor 15%, transparent); }
 .qkv-vit-patches th { text-align: left; font-weight: normal; }
