@@ -21,6 +21,7 @@ Jupyter Book writes the site to ``_build/<edition>/html``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shutil
 import subprocess
@@ -43,6 +44,8 @@ from qkv.widgets import _live as live
 
 ROOT = nbs.ROOT
 EDITIONS = ("student", "solutions")
+#: Where a build records the library its pages' outputs came from (:func:`library_digest`), beside the build.
+OUTPUTS_STAMP = ".qkv-outputs"
 RAISES = "raises-exception"  # the tag that lets a cell fail without stopping the notebook
 STAGED_FILES = ("_config.yml", "_toc.yml", "references.bib")
 
@@ -140,9 +143,43 @@ def build(
         lock.release()
 
 
+def library_digest() -> str:
+    """A hash of ``lib/qkv`` (names and contents), the explorers' modules left out: what a page's outputs come from.
+
+    Jupyter Book keys its execution cache by a page's code alone, so a page whose code is unchanged would keep the
+    outputs of an older ``qkv`` (an explorer's data, a figure, a number). The explorers' JavaScript is left out:
+    :func:`qkv.widgets._live.refresh_book` puts the current modules into the built pages."""
+    lib = ROOT / "lib" / "qkv"
+    js = lib / "widgets" / "js"
+    h = hashlib.sha256()
+    for path in sorted(p for p in lib.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        if js in path.parents:
+            continue
+        h.update(path.relative_to(lib).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def forget_stale_outputs(out: Path, library: str | None = None) -> bool:
+    """Empty ``out``'s execution cache (and Sphinx's record of the pages read, or it would render none again) if its
+    outputs came from another ``qkv`` than today's; record today's. True if they were forgotten."""
+    library = library or library_digest()
+    stamp = out / OUTPUTS_STAMP
+    recorded = stamp.read_text().strip() if stamp.exists() else None
+    cache = out / "_build" / ".jupyter_cache"
+    stale = recorded != library and cache.exists()
+    if stale:
+        shutil.rmtree(cache, ignore_errors=True)
+        shutil.rmtree(out / "_build" / ".doctrees", ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(library + "\n")
+    return stale
+
+
 def _build(edition: str, strict: bool, out: Path, quiet: bool, transform: Transform | None) -> Path:
     src = out / "src"
     t0 = time.perf_counter()
+    if forget_stale_outputs(out):
+        print("[book] qkv changed since this edition was last built: every page runs again", flush=True)
     written = stage(edition, src, transform)
     print(f"[book] {edition} edition: {len(written)} source file(s) changed", flush=True)
     env = dict(os.environ)

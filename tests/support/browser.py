@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import http.server
 import os
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -262,17 +261,10 @@ def built_book(edition: str = "student") -> Path:
         recorded = stamp.read_text().split() if stamp.exists() else []
         if recorded[:1] == [key] and (html / "index.html").exists():
             return html
-        from tests.support import once
-
-        # the explorers' modules are left out: build_book.py puts the current ones in every page (refresh_book),
-        # so an edit to one needs no page run again
-        js = once.ROOT / "lib" / "qkv" / "widgets" / "js"
-        library = once.digest(*(p for p in once.files_under(once.ROOT / "lib" / "qkv") if js not in p.parents))
-        if recorded[1:2] != [library]:
-            shutil.rmtree(out / "_build" / ".jupyter_cache", ignore_errors=True)
-            # and Sphinx's record of the pages read, or it would render none of them again (their sources did not
-            # change) and the emptied cache would stay empty
-            shutil.rmtree(out / "_build" / ".doctrees", ignore_errors=True)
+        # the pages' outputs of another qkv are forgotten (the explorers' modules left out: the build puts the
+        # current ones in every page), before nbval's runs are put in the cache, so that the build keeps them
+        library = build_book.library_digest()
+        build_book.forget_stale_outputs(out, library)
         stamp.unlink(missing_ok=True)
         if edition == "student":  # the graded pages' outputs: nbval's runs of the student notebooks
             from course.section import sections
