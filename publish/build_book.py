@@ -143,13 +143,14 @@ def build(
         lock.release()
 
 
-def library_digest() -> str:
+def library_digest(root: Path | None = None) -> str:
     """A hash of ``lib/qkv`` (names and contents), the explorers' modules left out: what a page's outputs come from.
 
     Jupyter Book keys its execution cache by a page's code alone, so a page whose code is unchanged would keep the
     outputs of an older ``qkv`` (an explorer's data, a figure, a number). The explorers' JavaScript is left out:
-    :func:`qkv.widgets._live.refresh_book` puts the current modules into the built pages."""
-    lib = ROOT / "lib" / "qkv"
+    :func:`qkv.widgets._live.refresh_book` puts the current modules into the built pages. ``root``: the repository
+    (default: this one)."""
+    lib = (root or ROOT) / "lib" / "qkv"
     js = lib / "widgets" / "js"
     h = hashlib.sha256()
     for path in sorted(p for p in lib.rglob("*") if p.is_file() and "__pycache__" not in p.parts):

@@ -81,6 +81,9 @@ def copy(tmp_path_factory):
     )
     lines.insert(last + 1, f"      - file: book/{SLUG}")
     toc.write_text("\n".join(lines) + "\n")
+    # The scaffold adds the new section's own figures module to qkv (the next test checks that it adds nothing else),
+    # which changes nothing the other pages show: their copied outputs are still good for the copy's qkv.
+    (repo / built / build_book.OUTPUTS_STAMP).write_text(build_book.library_digest(repo) + "\n")
     after = {p.relative_to(repo) for p in repo.rglob("*") if p.is_file() and "_build" not in p.parts}
     return {"repo": repo, "env": env, "added": after - before}
 
