@@ -192,7 +192,7 @@ function html(tag, attrs = {}, parent = null, text = null) {
 
 const CELL = 44; // a cell's side, in the drawing's units (about pixels at full size)
 const FONT = 13;
-const CHAR = 7.4; // about the width of a character at FONT
+const CHAR = 8.6; // at least the width of a character at FONT, bold (DejaVu Sans: "<" and ">" are the widest here)
 const DARK_TEXT_FROM = 0.7; // a value on a cell at least this dark is written in white
 
 /** The heatmap: built per sentence (labels, cells), coloured per setting. */
@@ -214,7 +214,7 @@ function heatmap(parent, gradientId, onPick) {
     const T = entry.src.length;
     const longest = Math.max(...entry.src.map((t) => t.length));
     const rotated = longest * CHAR > CELL - 6;
-    const left = Math.max(36, Math.max(...entry.out.map((t) => t.length)) * CHAR + 12);
+    const left = Math.max(56, Math.max(...entry.out.map((t) => t.length)) * CHAR + 12);
     const top = rotated ? longest * CHAR * 0.72 + 16 : 24;
     const right = rotated ? Math.max(10, longest * CHAR * 0.72 - CELL / 2 + 8) : 10;
     const barWidth = Math.min(170, Math.max(T * CELL, 110));
